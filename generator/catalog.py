@@ -1,0 +1,203 @@
+"""Catalog: the source's files → the whole validated set of entries, with every cross-entry index.
+
+Pure: takes a `read.Source`, returns a `Catalog` (plus warnings) or raises BuildFailed with every
+problem of every file. Everything a page needs (tag index, backlinks, similar entries) exists
+here before the first page renders; search, diagnosis and the dev server query this object.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .problems import BuildFailed, Problem
+from .read import Source
+from .schema import Category, Entry, Tag
+from .validate import Parsed, parse_categories, parse_entry, parse_tags, suggest
+
+__all__ = ["Catalog", "Record", "build_catalog", "normalize_tag"]
+
+SIMILAR_COUNT = 5
+
+
+@dataclass(frozen=True)
+class Record:
+    """One valid entry in its place: slug and category come from the file path."""
+
+    slug: str
+    category: str
+    path: str
+    entry: Entry
+    tags: tuple[str, ...]  # canonical registry names, in the entry's order
+
+
+@dataclass(frozen=True)
+class Catalog:
+    records: dict[str, Record]  # by slug, sorted
+    tags: dict[str, Tag]  # registry, sorted by name
+    categories: dict[str, Category]  # registry order
+    aliases: dict[str, str]  # every spelling (name or alias) → name
+    by_tag: dict[str, tuple[str, ...]]  # every registry tag → slugs (maybe empty)
+    by_category: dict[str, tuple[str, ...]]
+    backlinks: dict[str, tuple[str, ...]]  # slug → slugs whose `related` names it
+    caused_by: dict[str, tuple[str, ...]]  # slug → slugs whose `often_causes` names it
+    similar: dict[str, tuple[str, ...]]  # slug → entries sharing the most tags
+    warnings: tuple[Problem, ...] = field(default=())
+
+    def resolve_tag(self, spelling: str) -> str | None:
+        return self.aliases.get(normalize_tag(spelling))
+
+    def used_tags(self) -> list[str]:
+        return [t for t, slugs in self.by_tag.items() if slugs]
+
+
+def normalize_tag(spelling: str) -> str:
+    return spelling.strip().lstrip("#").lower()
+
+
+def _registry_tags(source: Source, problems: list[Problem]) -> tuple[dict[str, Tag], dict[str, str]]:
+    tags: dict[str, Tag] = {}
+    aliases: dict[str, str] = {}
+    if source.tags is None:
+        return tags, aliases
+    path, raw = source.tags
+    items, errs = parse_tags(raw, path)
+    problems.extend(errs)
+    for tag, (line, col) in items:
+        for spelling in (tag.name, *tag.aliases):
+            if spelling in aliases:
+                problems.append(Problem(path, line, col, f"tag spelling '{spelling}' is already used by tag '{aliases[spelling]}'"))
+            else:
+                aliases[spelling] = tag.name
+        tags.setdefault(tag.name, tag)
+    return dict(sorted(tags.items())), aliases
+
+
+def _registry_categories(source: Source, problems: list[Problem]) -> dict[str, Category]:
+    if source.categories is None:
+        return {}
+    path, raw = source.categories
+    items, errs = parse_categories(raw, path)
+    problems.extend(errs)
+    out: dict[str, Category] = {}
+    for cat, (line, col) in items:
+        if cat.name in out:
+            problems.append(Problem(path, line, col, f"category '{cat.name}' is listed twice"))
+        out[cat.name] = cat
+    return out
+
+
+def _entry_tags(parsed: Parsed, path: str, aliases: dict[str, str], problems: list[Problem]) -> tuple[str, ...]:
+    out: list[str] = []
+    for i, spelling in enumerate(parsed.entry.tags):
+        line, col = parsed.loaded.where(("tags", i))
+        odd = next((ch for ch in spelling if ord(ch) > 127), None)
+        if odd is not None:
+            name = unicodedata.name(odd, "unknown")
+            problems.append(Problem(path, line, col, f"tag '{spelling}' contains the non-ASCII character U+{ord(odd):04X} ({name}); tags are ASCII"))
+            continue
+        name = aliases.get(normalize_tag(spelling))
+        if name is None:
+            problems.append(
+                Problem(path, line, col, f"unknown tag '{spelling}'{suggest(normalize_tag(spelling), set(aliases))} (tags are listed in tags.yaml)")
+            )
+            continue
+        if name in out:
+            problems.append(Problem(path, line, col, f"tag '{spelling}' repeats tag '{name}'; list it once"))
+            continue
+        out.append(name)
+    return tuple(out)
+
+
+def _similar(records: dict[str, Record], by_tag: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """Entries sharing the most tags (rare tags count more), the explicit related links left out."""
+    weight = {t: 1.0 / len(s) for t, s in by_tag.items() if s}
+    out: dict[str, tuple[str, ...]] = {}
+    for slug, rec in records.items():
+        scores: Counter[str] = Counter()
+        for t in rec.tags:
+            for other in by_tag[t]:
+                if other != slug:
+                    scores[other] += weight[t]
+        skip = set(rec.entry.related) | set(rec.entry.often_causes)
+        ranked = sorted((s for s in scores if s not in skip), key=lambda s: (-scores[s], s))
+        out[slug] = tuple(ranked[:SIMILAR_COUNT])
+    return out
+
+
+def build_catalog(source: Source) -> Catalog:
+    """Validate every file and every cross-entry rule; raise BuildFailed with all errors."""
+    problems: list[Problem] = list(source.problems)
+    tags, aliases = _registry_tags(source, problems)
+    categories = _registry_categories(source, problems)
+
+    parsed: dict[str, tuple[str, str, Parsed]] = {}
+    seen_paths: dict[str, str] = {}
+    for path, category, slug, raw in source.entries:
+        if slug in seen_paths:
+            problems.append(Problem(path, 0, 0, f"duplicate slug '{slug}': also {seen_paths[slug]}; rename one of the files"))
+            problems.append(Problem(seen_paths[slug], 0, 0, f"duplicate slug '{slug}': also {path}; rename one of the files"))
+            continue
+        seen_paths[slug] = path
+        if categories and category not in categories:
+            problems.append(
+                Problem(path, 0, 0, f"unknown category '{category}'{suggest(category, set(categories))} (categories are listed in categories.yaml)")
+            )
+        result, errs = parse_entry(raw, path)
+        problems.extend(errs)
+        if result is not None:
+            parsed[slug] = (path, category, result)
+
+    records: dict[str, Record] = {}
+    for slug in sorted(parsed):
+        path, category, p = parsed[slug]
+        records[slug] = Record(slug, category, path, p.entry, _entry_tags(p, path, aliases, problems))
+
+    known = set(seen_paths)
+    for slug, rec in records.items():
+        loaded = parsed[slug][2].loaded
+        for fname in ("related", "often_causes"):
+            for i, target in enumerate(getattr(rec.entry, fname)):
+                line, col = loaded.where((fname, i))
+                if target == slug:
+                    problems.append(Problem(rec.path, line, col, f"{fname}[{i}]: an entry cannot name itself"))
+                elif target not in known:
+                    problems.append(Problem(rec.path, line, col, f"{fname}[{i}]: no entry '{target}'{suggest(target, known)}"))
+            dupes = [t for t, n in Counter(getattr(rec.entry, fname)).items() if n > 1]
+            for t in dupes:
+                problems.append(Problem(rec.path, *loaded.where((fname,)), f"{fname}: '{t}' is listed twice"))
+
+    if any(p.severity == "error" for p in problems):
+        raise BuildFailed(problems)
+
+    by_tag = {t: tuple(s for s, r in records.items() if t in r.tags) for t in tags}
+    by_category = {c: tuple(s for s, r in records.items() if r.category == c) for c in categories}
+    backlinks = {s: tuple(o for o, r in records.items() if s in r.entry.related) for s in records}
+    caused_by = {s: tuple(o for o, r in records.items() if s in r.entry.often_causes) for s in records}
+
+    warnings: list[Problem] = []
+    for slug, rec in records.items():
+        loaded = parsed[slug][2].loaded
+        for i, target in enumerate(rec.entry.related):
+            if slug not in records[target].entry.related:
+                line, col = loaded.where(("related", i))
+                warnings.append(Problem(rec.path, line, col, f"related link to '{target}' is not returned (add '{slug}' to its related)", "warning"))
+        if not backlinks[slug] and not caused_by[slug]:
+            warnings.append(Problem(rec.path, 0, 0, "no entry links here (add it to a related list)", "warning"))
+    if source.tags is not None:
+        for t, slugs in by_tag.items():
+            if len(slugs) == 1:
+                warnings.append(Problem(source.tags[0], 0, 0, f"tag '{t}' is used by a single entry ({slugs[0]})", "warning"))
+    return Catalog(
+        records=records,
+        tags=tags,
+        categories=categories,
+        aliases=aliases,
+        by_tag=by_tag,
+        by_category=by_category,
+        backlinks=backlinks,
+        caused_by=caused_by,
+        similar=_similar(records, by_tag),
+        warnings=tuple(sorted(warnings)),
+    )

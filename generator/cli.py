@@ -1,0 +1,78 @@
+"""The `failpedia` command: a thin shell over the pipeline's functions.
+
+The only place that prints, and the only place that turns FailpediaError into an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .problems import BuildFailed, FailpediaError, Problem
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"failpedia: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _print_problems(problems: Sequence[Problem], fmt: str = "text") -> None:
+    for p in sorted(problems):
+        print(p)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .catalog import build_catalog
+    from .read import read_source
+
+    source = read_source(Path(args.entries))
+    count = len(source.entries)
+    try:
+        catalog = build_catalog(source)
+    except BuildFailed as e:
+        _print_problems(e.problems)
+        errors = sum(p.severity == "error" for p in e.problems)
+        print(f"{count} entries, {errors} error{'s' * (errors != 1)}")
+        return 1
+    _print_problems(catalog.warnings)
+    warnings = len(catalog.warnings)
+    print(f"{count} entries, 0 errors, {warnings} warning{'s' * (warnings != 1)}")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from .schema import entry_json_schema
+
+    print(json.dumps(entry_json_schema(), indent=2, sort_keys=True))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="failpedia", description="Build and query the Failpedia encyclopedia of ML-training failures.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("check", help="validate every entry and print every problem")
+    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("schema", help="print the entry JSON Schema")
+    p.set_defaults(func=cmd_schema)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except FailpediaError as e:
+        print(f"failpedia: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        return 130

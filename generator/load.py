@@ -1,0 +1,185 @@
+"""Load: bytes of one YAML file → plain data plus a map from data paths to source positions.
+
+Untrusted input: size-limited, strict UTF-8, YAML parsed by libyaml's safe composer, with
+aliases, anchors, custom tags, duplicate keys and deep nesting refused. Returns a
+`Loaded` value or a list of Problems; never raises on bad content.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "Loaded", "Position", "load_yaml"]
+
+MAX_BYTES = 1024 * 1024
+MAX_DEPTH = 12
+MAX_NODES = 50_000
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_STANDARD_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:map",
+    "tag:yaml.org,2002:seq",
+    "tag:yaml.org,2002:timestamp",
+}
+_ANCHOR_HINT = re.compile(r"[&*][^\s,\]}]")
+
+Position = tuple[int, int]  # 1-based line, column
+PathKey = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Loaded:
+    data: Any
+    # path → position of the value; ("key",) + path → position of the mapping key
+    positions: dict[PathKey, Position] = field(default_factory=dict)
+    key_positions: dict[PathKey, Position] = field(default_factory=dict)
+
+    def where(self, path: PathKey, *, key: bool = False) -> Position:
+        """The closest known position for a data path (falls back to its parents)."""
+        table = self.key_positions if key else self.positions
+        p = tuple(path)
+        while p:
+            if p in table:
+                return table[p]
+            if p in self.positions:
+                return self.positions[p]
+            p = p[:-1]
+        return self.positions.get((), (1, 1))
+
+
+class _LoadError(Exception):
+    def __init__(self, line: int, col: int, message: str) -> None:
+        self.line, self.col, self.message = line, col, message
+
+
+def _pos(mark: Any) -> Position:
+    return (mark.line + 1, mark.column + 1)
+
+
+def _decode(raw: bytes) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        before = raw[: e.start]
+        line = before.count(b"\n") + 1
+        col = len(before) - (before.rfind(b"\n") + 1) + 1
+        raise _LoadError(line, col, f"invalid UTF-8 (byte 0x{raw[e.start]:02x}); save the file as UTF-8") from None
+    return text.removeprefix("\ufeff")
+
+
+def _find_anchor(text: str) -> None:
+    """Refuse anchors and aliases (billion-laughs); only parses events when the text hints at one."""
+    if not _ANCHOR_HINT.search(text):
+        return
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.AliasEvent):
+            line, col = _pos(event.start_mark)
+            raise _LoadError(line, col, f"YAML alias '*{event.anchor}' is not allowed; write the value out in full")
+        anchor = getattr(event, "anchor", None)
+        if anchor:
+            line, col = _pos(event.start_mark)
+            raise _LoadError(line, col, f"YAML anchor '&{anchor}' is not allowed; write the value out in full")
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.positions: dict[PathKey, Position] = {}
+        self.key_positions: dict[PathKey, Position] = {}
+        self.constructor = yaml.SafeLoader("")
+        self.count = 0
+
+    def walk(self, node: yaml.Node, path: PathKey, depth: int) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise _LoadError(*_pos(node.start_mark), f"too many YAML values (over {MAX_NODES}); split the content")
+        if depth > MAX_DEPTH:
+            raise _LoadError(*_pos(node.start_mark), f"nested deeper than {MAX_DEPTH} levels; flatten the structure")
+        if node.tag not in _STANDARD_TAGS:
+            raise _LoadError(
+                *_pos(node.start_mark), f"YAML tag {node.tag!r} is not allowed; remove the '!' tag"
+            )
+        self.positions[path] = _pos(node.start_mark)
+        if isinstance(node, yaml.MappingNode):
+            result: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise _LoadError(*_pos(key_node.start_mark), "mapping keys must be plain strings")
+                key = self.walk_scalar(key_node)
+                if not isinstance(key, str):
+                    key = str(key)
+                if key in result:
+                    raise _LoadError(*_pos(key_node.start_mark), f"duplicate key {key!r}; keep one of them")
+                self.key_positions[path + (key,)] = _pos(key_node.start_mark)
+                result[key] = self.walk(value_node, path + (key,), depth + 1)
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            return [self.walk(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
+        return self.walk_scalar(node)
+
+    def walk_scalar(self, node: yaml.ScalarNode) -> Any:
+        if node.tag == "tag:yaml.org,2002:str":
+            return node.value
+        value = self.constructor.construct_object(node)
+        if isinstance(value, (_dt.date, _dt.datetime)):
+            # Dates stay text: the schema has no date fields and text round-trips exactly.
+            return node.value
+        return value
+
+
+def load_yaml(raw: bytes) -> Loaded:
+    """Parse one entry or registry file. Raises nothing; problems come back as `_LoadError`."""
+    if len(raw) > MAX_BYTES:
+        raise _LoadError(0, 0, f"file is {len(raw):,} bytes, over the {MAX_BYTES:,}-byte limit; shorten it")
+    text = _decode(raw)
+    if not text.strip():
+        raise _LoadError(0, 0, "file is empty; see CONTRIBUTING.md or run 'failpedia new'")
+    try:
+        _find_anchor(text)
+        root = yaml.compose(text, Loader=_Loader)
+    except _LoadError:
+        raise
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line, col = _pos(mark) if mark else (0, 0)
+        reason = e.problem or str(e)
+        if e.context:
+            reason = f"{reason} ({e.context})"
+        raise _LoadError(line, col, f"YAML syntax error: {reason}") from None
+    except yaml.YAMLError as e:
+        raise _LoadError(0, 0, f"YAML error: {e}") from None
+    if root is None:
+        raise _LoadError(0, 0, "file holds no YAML document")
+    walker = _Walker()
+    seen: set[int] = set()
+    _refuse_shared(root, seen)
+    data = walker.walk(root, (), 0)
+    return Loaded(data, walker.positions, walker.key_positions)
+
+
+def _refuse_shared(node: yaml.Node, seen: set[int]) -> None:
+    """A node reached twice came from an alias (the hint regex can miss none, but be sure)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            raise _LoadError(*_pos(n.start_mark), "YAML aliases are not allowed; write the value out in full")
+        seen.add(id(n))
+        if isinstance(n, yaml.MappingNode):
+            for k, v in n.value:
+                stack.append(k)
+                stack.append(v)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
+
+
+LoadError = _LoadError

@@ -1,0 +1,208 @@
+"""Fingerprint patterns: a regex subset that Python and JavaScript read the same way.
+
+`check_pattern(text)` returns None when the pattern is portable and free of catastrophic
+backtracking, else a message saying what to change. `compile_pattern` compiles a checked
+pattern for Python (ASCII semantics, like JavaScript without the `u` flag).
+
+The subset: literal characters; escapes `\\d \\D \\w \\W \\s \\S \\b \\B` and escaped
+punctuation; `.`; character classes `[...]` (ranges, escapes, leading `^`); groups `(...)` and
+`(?:...)`; alternation `|`; anchors `^ $`; quantifiers `? * + {n} {n,} {n,m}`, optionally lazy
+(`?` after). Refused: lookaround, backreferences, named groups, inline flags, unicode property
+escapes, `\\A \\Z \\z`, and any quantified group that itself contains a quantifier or an
+alternation (the shapes behind catastrophic backtracking, e.g. `(a+)+`, `(a|aa)*`).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MAX_LINE", "check_pattern", "compile_pattern"]
+
+MAX_LINE = 4096  # the matchers look at this many characters of a line at most
+
+_CLASS_ESCAPES = set("dDwWsS")
+_ASSERT_ESCAPES = set("bB")
+_SIMPLE_ESCAPES = set("tnrfv0")
+_PUNCT = set(r"\.^$|?*+()[]{}/-_:;,'\"!@#%&=<>~`")
+_MAX_UNBOUNDED = 4
+
+
+class _Bad(Exception):
+    pass
+
+
+class _Parser:
+    """A recursive-descent reader of the subset that tracks quantifier nesting."""
+
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.i = 0
+        self.unbounded = 0
+
+    def peek(self) -> str:
+        return self.s[self.i] if self.i < len(self.s) else ""
+
+    def error(self, msg: str) -> _Bad:
+        return _Bad(f"{msg} at offset {self.i}")
+
+    def parse(self) -> None:
+        self.alternation(depth=0)
+        if self.i != len(self.s):
+            raise self.error("unbalanced ')'")
+
+    # Each parse function returns (contains_quantifier, contains_alternation).
+    def alternation(self, depth: int) -> tuple[bool, bool]:
+        q, alt = self.sequence(depth)
+        while self.peek() == "|":
+            self.i += 1
+            q2, _ = self.sequence(depth)
+            q, alt = q or q2, True
+        return q, alt
+
+    def sequence(self, depth: int) -> tuple[bool, bool]:
+        has_q = has_alt = False
+        while self.peek() and self.peek() not in "|)":
+            inner_q, inner_alt, quantifiable = self.atom(depth)
+            quant = self.quantifier()
+            if quant is not None:
+                if not quantifiable:
+                    raise self.error("quantifier after an anchor or nothing")
+                if (inner_q or inner_alt) and quant:
+                    raise self.error(
+                        "a repeated group contains a quantifier or '|' (risk of catastrophic backtracking); "
+                        "flatten it, e.g. write '(?:\\d+,)+' as '[\\d,]+'"
+                    )
+                has_q = True
+            has_q = has_q or inner_q
+            has_alt = has_alt or inner_alt
+        return has_q, has_alt
+
+    def quantifier(self) -> bool | None:
+        """None when there is no quantifier; True when it repeats (can match 2+ times)."""
+        c = self.peek()
+        repeats: bool
+        if not c:
+            return None
+        if c in "*+":
+            self.i += 1
+            repeats = True
+            self.unbounded += 1
+        elif c == "?":
+            self.i += 1
+            repeats = False
+        elif c == "{":
+            m = re.compile(r"\{(\d{1,4})(,(\d{0,4}))?\}").match(self.s, self.i)
+            if not m:
+                raise self.error("'{' must start a quantifier like {2} or {1,3}; write '\\{' for a literal")
+            lo = int(m.group(1))
+            hi = m.group(3)
+            if m.group(2) and not hi:
+                self.unbounded += 1
+            elif hi and int(hi) < lo:
+                raise self.error("quantifier {n,m} with m < n")
+            repeats = (m.group(2) is not None) or lo > 1
+            self.i = m.end()
+        else:
+            return None
+        if self.peek() == "?":  # lazy
+            self.i += 1
+        if self.peek() in ("*", "+", "?", "{"):
+            raise self.error("two quantifiers in a row (possessive or nested); keep one")
+        if self.unbounded > _MAX_UNBOUNDED:
+            raise self.error(f"more than {_MAX_UNBOUNDED} unbounded quantifiers (* + {{n,}}); be more specific")
+        return repeats
+
+    def atom(self, depth: int) -> tuple[bool, bool, bool]:
+        c = self.peek()
+        if c == "(":
+            self.i += 1
+            if self.s.startswith("?:", self.i):
+                self.i += 2
+            elif self.peek() == "?":
+                raise self.error("only '(...)' and '(?:...)' groups are portable (no lookaround, named groups or flags)")
+            if depth > 8:
+                raise self.error("groups nested too deeply")
+            q, alt = self.alternation(depth + 1)
+            if self.peek() != ")":
+                raise self.error("missing ')'")
+            self.i += 1
+            return q, alt, True
+        if c == "[":
+            self.char_class()
+            return False, False, True
+        if c in "^$":
+            self.i += 1
+            return False, False, False
+        if c == "\\":
+            return self.escape()
+        if c in "*+?{":
+            raise self.error(f"nothing to repeat before '{c}'; write '\\{c}' for a literal")
+        if c in "]}":
+            raise self.error(f"write '\\{c}' for a literal '{c}'")
+        self.i += 1
+        return False, False, True
+
+    def escape(self) -> tuple[bool, bool, bool]:
+        self.i += 1
+        c = self.peek()
+        if not c:
+            raise self.error("pattern ends with '\\'")
+        self.i += 1
+        if c in _ASSERT_ESCAPES:
+            return False, False, False
+        if c in _CLASS_ESCAPES or c in _SIMPLE_ESCAPES or c in _PUNCT or c == "\\" or c == " ":
+            return False, False, True
+        if c == "x":
+            if not re.fullmatch(r"[0-9a-fA-F]{2}", self.s[self.i : self.i + 2]):
+                raise self.error("'\\x' needs two hex digits")
+            self.i += 2
+            return False, False, True
+        raise self.error(f"'\\{c}' is not portable between Python and JavaScript")
+
+    def char_class(self) -> None:
+        self.i += 1
+        if self.peek() == "^":
+            self.i += 1
+        first = True
+        while True:
+            c = self.peek()
+            if not c:
+                raise self.error("missing ']'")
+            if c == "]" and not first:
+                self.i += 1
+                return
+            if c == "]":
+                raise self.error("empty character class; write '\\]' for a literal ']'")
+            if c == "[":
+                raise self.error("write '\\[' inside a character class")
+            if c == "\\":
+                self.i += 1
+                e = self.peek()
+                if not e:
+                    raise self.error("pattern ends with '\\'")
+                if e in _ASSERT_ESCAPES:
+                    raise self.error(f"'\\{e}' inside a character class differs between engines")
+                if not (e in _CLASS_ESCAPES or e in _SIMPLE_ESCAPES or e in _PUNCT or e == "\\" or e == " "):
+                    raise self.error(f"'\\{e}' is not portable between Python and JavaScript")
+            self.i += 1
+            first = False
+
+
+def check_pattern(text: str) -> str | None:
+    """None when `text` is in the portable, backtracking-safe subset; otherwise why not."""
+    if any(ord(ch) > 0x7E or (ord(ch) < 0x20) for ch in text):
+        return "use printable ASCII only (escape anything else, e.g. '\\x27')"
+    try:
+        _Parser(text).parse()
+    except _Bad as e:
+        return str(e)
+    try:
+        re.compile(text, re.ASCII)
+    except re.error as e:
+        return f"not a valid regular expression: {e}"
+    return None
+
+
+def compile_pattern(text: str) -> re.Pattern[str]:
+    """Compile a checked pattern with the semantics JavaScript gives it."""
+    return re.compile(text, re.ASCII)

@@ -1,0 +1,125 @@
+"""Read: the entries folder on disk → its files' bytes (the IO edge of the pipeline).
+
+Layout: `<root>/tags.yaml`, `<root>/categories.yaml`, `<root>/<category>/<slug>.yaml`.
+Layout mistakes (bad names, stray files, symlinks leaving the folder) become Problems.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .load import MAX_BYTES
+from .problems import FailpediaError, Problem
+from .schema import SLUG_RE
+
+__all__ = ["Source", "read_source"]
+
+REGISTRIES = ("tags.yaml", "categories.yaml")
+MAX_FILES = 100_000
+
+
+@dataclass(frozen=True)
+class Source:
+    """Every input file's bytes, keyed by its path relative to the project (for messages)."""
+
+    root: Path
+    display_root: str
+    tags: tuple[str, bytes] | None
+    categories: tuple[str, bytes] | None
+    entries: tuple[tuple[str, str, str, bytes], ...]  # (display path, category, slug, bytes)
+    problems: tuple[Problem, ...]
+
+
+def _display(root: Path, display_root: str, *parts: str) -> str:
+    return "/".join((display_root.rstrip("/"),) + parts) if display_root else "/".join(parts)
+
+
+def _read(path: Path, display: str, root_real: Path, problems: list[Problem]) -> bytes | None:
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError) as e:
+        problems.append(Problem(display, 0, 0, f"cannot read: {e.strerror if isinstance(e, OSError) else e}"))
+        return None
+    if root_real != real and root_real not in real.parents:
+        problems.append(Problem(display, 0, 0, "is a symlink that points outside the entries folder; replace it with a real file"))
+        return None
+    if not real.is_file():
+        problems.append(Problem(display, 0, 0, "is not a regular file"))
+        return None
+    try:
+        with open(real, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        problems.append(Problem(display, 0, 0, f"cannot read: {e.strerror}"))
+        return None
+    return data
+
+
+def read_source(root: Path, display_root: str | None = None) -> Source:
+    """Read the whole entries folder. Raises FailpediaError when the folder itself is missing."""
+    if not root.is_dir():
+        raise FailpediaError(f"{root}: entries folder not found; pass --entries DIR")
+    display_root = str(root) if display_root is None else display_root
+    root_real = root.resolve()
+    problems: list[Problem] = []
+    registries: dict[str, tuple[str, bytes] | None] = {}
+    for name in REGISTRIES:
+        display = _display(root, display_root, name)
+        if not (root / name).exists():
+            problems.append(Problem(display, 0, 0, f"missing: the {name[:-5]} registry is required"))
+            registries[name] = None
+            continue
+        data = _read(root / name, display, root_real, problems)
+        registries[name] = (display, data) if data is not None else None
+
+    entries: list[tuple[str, str, str, bytes]] = []
+    count = 0
+    for child in sorted(os.scandir(root), key=lambda d: d.name):
+        display = _display(root, display_root, child.name)
+        if child.name.startswith("."):
+            continue
+        if child.is_file(follow_symlinks=False) or (child.is_symlink() and not child.is_dir()):
+            if child.name not in REGISTRIES:
+                problems.append(Problem(display, 0, 0, "stray file: entries go in <category>/<slug>.yaml"))
+            continue
+        if not child.is_dir(follow_symlinks=False):
+            problems.append(Problem(display, 0, 0, "is a symlink; categories must be real folders"))
+            continue
+        if not SLUG_RE.fullmatch(child.name):
+            problems.append(Problem(display, 0, 0, "category folder names use lower-case letters, digits and hyphens"))
+            continue
+        for f in sorted(os.scandir(child.path), key=lambda d: d.name):
+            fdisplay = _display(root, display_root, child.name, f.name)
+            if f.name.startswith("."):
+                continue
+            count += 1
+            if count > MAX_FILES:
+                raise FailpediaError(f"{display_root}: more than {MAX_FILES:,} files; refusing to read on")
+            stem, dot, ext = f.name.rpartition(".")
+            if f.is_dir(follow_symlinks=False):
+                problems.append(Problem(fdisplay, 0, 0, "nested folders are not allowed: entries go in <category>/<slug>.yaml"))
+                continue
+            if not dot or ext not in ("yaml", "yml"):
+                problems.append(Problem(fdisplay, 0, 0, "not an entry: entry files end in .yaml"))
+                continue
+            if ext == "yml":
+                problems.append(Problem(fdisplay, 0, 0, f"rename to {stem}.yaml (entries end in .yaml)"))
+                continue
+            if not SLUG_RE.fullmatch(stem):
+                problems.append(
+                    Problem(fdisplay, 0, 0, f"file name '{stem}' is not a valid slug: use lower-case letters, digits and single hyphens")
+                )
+                continue
+            data = _read(Path(f.path), fdisplay, root_real, problems)
+            if data is not None:
+                entries.append((fdisplay, child.name, stem, data))
+    return Source(
+        root=root,
+        display_root=display_root,
+        tags=registries["tags.yaml"],
+        categories=registries["categories.yaml"],
+        entries=tuple(entries),
+        problems=tuple(problems),
+    )

@@ -1,0 +1,328 @@
+"""The entry schema: pydantic v2 models for one failure entry and the registries.
+
+Takes plain data (from YAML) and returns frozen models, or pydantic errors that
+`validate.py` maps back to file:line:col. Every field's docstring becomes its JSON
+Schema description and a row of CONTRIBUTING.md's field guide.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+__all__ = [
+    "SLUG_RE",
+    "Category",
+    "CodeExample",
+    "DeadEnd",
+    "Entry",
+    "FaqItem",
+    "Fingerprint",
+    "Fix",
+    "Language",
+    "Reference",
+    "Stack",
+    "Strength",
+    "Symptom",
+    "Tag",
+    "Verify",
+    "VersionRange",
+    "entry_json_schema",
+]
+
+SLUG_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+# Trojan-source characters: bidirectional controls and zero-width/invisible ones.
+_INVISIBLE_RE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad]")
+# C0/C1 control characters other than tab and newline.
+_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_PLACEHOLDER_RE = re.compile(r"\bTODO\b|<fill in[^>]*>|\bFIXME\b")
+
+
+def _clean_text(value: str) -> str:
+    bad = _INVISIBLE_RE.search(value)
+    if bad:
+        raise ValueError(
+            f"contains the invisible character U+{ord(bad.group()):04X} at offset {bad.start()}; "
+            "bidirectional and zero-width characters are not allowed (remove it)"
+        )
+    bad = _CONTROL_RE.search(value)
+    if bad:
+        raise ValueError(
+            f"contains the control character U+{ord(bad.group()):04X} at offset {bad.start()}; remove it"
+        )
+    placeholder = _PLACEHOLDER_RE.search(value)
+    if placeholder:
+        raise ValueError(f"fill in this field: it still holds the placeholder {placeholder.group()!r}")
+    return value
+
+
+def _one_line(value: str) -> str:
+    if "\n" in value.strip():
+        raise ValueError("must be a single line")
+    return value.strip()
+
+
+def _slug(value: str) -> str:
+    if not SLUG_RE.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a valid slug: use lower-case letters, digits and single hyphens "
+            "(e.g. 'nccl-watchdog-timeout')"
+        )
+    return value
+
+
+Text = Annotated[str, StringConstraints(min_length=1, max_length=20_000), AfterValidator(_clean_text)]
+"""Markdown or plain text of reasonable size."""
+Line = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=300),
+    AfterValidator(_clean_text),
+    AfterValidator(_one_line),
+]
+Slug = Annotated[str, StringConstraints(max_length=80), AfterValidator(_slug)]
+Url = Annotated[
+    str,
+    StringConstraints(max_length=2_000, pattern=r"^https?://[^\s/?#]+\.[^\s/?#]+[^\s]*$"),
+    AfterValidator(_clean_text),
+]
+"""An absolute http(s) URL."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        str_strip_whitespace=False,
+        use_attribute_docstrings=True,
+    )
+
+
+class Stack(str, Enum):
+    """The software stacks a code example can target."""
+
+    pytorch = "pytorch"
+    hf_trainer = "hf-trainer"
+    accelerate = "accelerate"
+    deepspeed = "deepspeed"
+    megatron_lm = "megatron-lm"
+    vllm = "vllm"
+    lightning = "lightning"
+    shell = "shell"
+
+
+STACK_NAMES = {
+    Stack.pytorch: "PyTorch",
+    Stack.hf_trainer: "HF Trainer",
+    Stack.accelerate: "Accelerate",
+    Stack.deepspeed: "DeepSpeed",
+    Stack.megatron_lm: "Megatron-LM",
+    Stack.vllm: "vLLM",
+    Stack.lightning: "Lightning",
+    Stack.shell: "Shell",
+}
+
+
+class Language(str, Enum):
+    """Languages a code block may be highlighted as."""
+
+    python = "python"
+    bash = "bash"
+    yaml = "yaml"
+    json = "json"
+    toml = "toml"
+    text = "text"
+
+
+class Strength(str, Enum):
+    """How much one fingerprint hit says about the failure.
+
+    definitive: the line alone names this failure (e.g. "Duplicate GPU detected").
+    strong: the line points at this failure, but a look-alike may print it too.
+    supporting: common text that only counts together with other hits.
+    """
+
+    definitive = "definitive"
+    strong = "strong"
+    supporting = "supporting"
+
+
+STRENGTH_SCORE = {Strength.definitive: 10, Strength.strong: 6, Strength.supporting: 2}
+
+
+class Fingerprint(_Model):
+    """Error text a real log shows for this failure; matched by `failpedia diagnose`."""
+
+    pattern: Annotated[str, StringConstraints(min_length=4, max_length=500)]
+    """A regular expression from the portable subset (see CONTRIBUTING.md): literals, escapes such as
+    `\\d \\w \\s \\b \\.`, classes `[...]`, groups `(...)`/`(?:...)`, `|`, and the quantifiers
+    `? * + {m,n}`. No lookaround, backreferences, named groups or inline flags; no quantified group that
+    contains another quantifier. Matched against one log line at a time, case-sensitively."""
+    near: Annotated[str, StringConstraints(min_length=2, max_length=500)] | None = None
+    """Optional second regex (same subset): the hit only counts when a line within `window` lines
+    before or after it matches this too (e.g. `allreduce|Reducer` near a CUDA OOM)."""
+    window: Annotated[int, Field(ge=1, le=200)] = 40
+    """How many lines before and after the hit `near` may be found in."""
+    strength: Strength = Strength.strong
+    """definitive, strong or supporting: how much one hit says on its own."""
+    examples: Annotated[list[Line], Field(min_length=1, max_length=10)]
+    """Real log lines that `pattern` must match (checked by `failpedia check`); copy them from a
+    real log or the source that prints them."""
+
+
+class Symptom(_Model):
+    """One thing you see, and why this failure produces it."""
+
+    signal: Line
+    """What you observe (a log line, a metric, a behaviour)."""
+    why: Text
+    """Why this failure produces that signal."""
+
+
+class CodeExample(_Model):
+    """A code example for one stack."""
+
+    stack: Stack
+    """Which stack this example is for."""
+    language: Language
+    """How to highlight the code."""
+    code: Annotated[str, StringConstraints(min_length=1, max_length=10_000), AfterValidator(_clean_text)]
+    """The code. Python snippets must compile."""
+    caption: Line | None = None
+    """Optional one-line explanation shown above the code."""
+
+
+class Verify(_Model):
+    """How to check that the fix worked."""
+
+    language: Language
+    """How to highlight the command or snippet."""
+    code: Annotated[str, StringConstraints(min_length=1, max_length=5_000), AfterValidator(_clean_text)]
+    """A command or snippet to run."""
+    expect: Text
+    """What it should show when the fix worked."""
+
+
+class Fix(_Model):
+    """The recommended fix."""
+
+    summary: Line
+    """The one-line recommendation shown at the top of the page."""
+    steps: Annotated[list[Text], Field(min_length=1, max_length=30)]
+    """Ordered steps (markdown)."""
+    code: Annotated[list[CodeExample], Field(max_length=20)] = []
+    """Code examples, one per stack where it applies."""
+    verify: Verify
+    """How to confirm that the fix worked."""
+
+
+class FaqItem(_Model):
+    """A question people really ask about this failure, and its answer."""
+
+    q: Line
+    """The question."""
+    a: Text
+    """The answer (markdown), specific to this failure."""
+
+
+class VersionRange(_Model):
+    """Versions of a package affected by this failure, OSV-style."""
+
+    package: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,60}$")]
+    """Package name, e.g. `torch`, `deepspeed`, `nccl`."""
+    introduced: Annotated[str, StringConstraints(pattern=r"^[0-9][0-9A-Za-z.+-]{0,30}$")] | None = None
+    """First affected version; omit when it has always been so."""
+    fixed: Annotated[str, StringConstraints(pattern=r"^[0-9][0-9A-Za-z.+-]{0,30}$")] | None = None
+    """First version with the fix; omit when not fixed."""
+    note: Line | None = None
+    """Optional one-line note (e.g. "default changed to weights_only=True")."""
+
+
+class DeadEnd(_Model):
+    """A fix people try that does not help with this failure."""
+
+    attempt: Line
+    """What people try."""
+    why: Text
+    """Why it does not help here."""
+
+
+class Reference(_Model):
+    """An authoritative source: official docs, source code or an issue thread."""
+
+    title: Line
+    """What the link is, e.g. "DistributedDataParallel (PyTorch docs)"."""
+    url: Url
+    """An http(s) URL."""
+
+
+class Entry(_Model):
+    """One failure: what it looks like, why it happens, and how to fix it."""
+
+    title: Line
+    """The failure's name, as an engineer would search for it."""
+    summary: Annotated[str, StringConstraints(min_length=20, max_length=600), AfterValidator(_clean_text)]
+    """The quick answer, plain text: the cause and the fix in one or two sentences."""
+    tags: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=40)]], Field(min_length=1, max_length=12)]
+    """Tags from `entries/tags.yaml` (names or aliases)."""
+    fingerprints: Annotated[list[Fingerprint], Field(max_length=20)] = []
+    """Error text that identifies this failure in a log."""
+    symptoms: Annotated[list[Symptom], Field(min_length=1, max_length=30)]
+    """Signals and why each happens."""
+    observe: Annotated[list[Text], Field(min_length=1, max_length=30)]
+    """What you'll observe, in order: what the run does as it fails (markdown items)."""
+    mechanism: Text
+    """Why it happens (markdown): what allocates what, which process waits for which."""
+    affected: Annotated[list[Text], Field(min_length=1, max_length=30)]
+    """Systems and configurations that hit this failure."""
+    confirm: Annotated[list[Text], Field(min_length=1, max_length=30)]
+    """A checklist that confirms the diagnosis."""
+    fix: Fix
+    """The recommended fix."""
+    prevention: Annotated[list[Text], Field(min_length=1, max_length=30)]
+    """How to keep it from happening again."""
+    faq: Annotated[list[FaqItem], Field(max_length=40)] = []
+    """Questions and answers specific to this failure."""
+    versions: Annotated[list[VersionRange], Field(max_length=20)] = []
+    """Affected versions per package, where known."""
+    dead_ends: Annotated[list[DeadEnd], Field(max_length=20)] = []
+    """Fixes that people try that do not help here, and why."""
+    related: Annotated[list[Slug], Field(max_length=30)] = []
+    """Slugs of related entries."""
+    often_causes: Annotated[list[Slug], Field(max_length=20)] = []
+    """Slugs of failures this one triggers downstream (e.g. on other ranks)."""
+    references: Annotated[list[Reference], Field(min_length=1, max_length=40)]
+    """Sources for the facts on the page."""
+
+
+class Tag(_Model):
+    """One tag in `entries/tags.yaml`."""
+
+    name: Annotated[str, StringConstraints(max_length=40), AfterValidator(_slug)]
+    """The canonical spelling: lower-case letters, digits, hyphens."""
+    description: Annotated[str, StringConstraints(min_length=10, max_length=2_000), AfterValidator(_clean_text)]
+    """One paragraph shown on the tag page."""
+    aliases: Annotated[list[Annotated[str, StringConstraints(max_length=40), AfterValidator(_slug)]], Field(max_length=20)] = []
+    """Other spellings that resolve to this tag."""
+
+
+class Category(_Model):
+    """One category in `entries/categories.yaml`; entries live in `entries/<name>/`."""
+
+    name: Annotated[str, StringConstraints(max_length=40), AfterValidator(_slug)]
+    """The folder name."""
+    title: Line
+    """The display name."""
+    description: Annotated[str, StringConstraints(min_length=10, max_length=2_000), AfterValidator(_clean_text)]
+    """One paragraph shown on the category page."""
+
+
+def entry_json_schema() -> dict[str, Any]:
+    """The JSON Schema of one entry file, for editors and `/schema/entry.json`."""
+    schema = Entry.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "entry.json"
+    return schema

@@ -1,0 +1,219 @@
+"""Validate: loaded data of one file → a frozen model, or Problems at file:line:col.
+
+Pure apart from nothing: takes bytes and a display path, returns values. Cross-entry rules
+(tags, related slugs, duplicates) live in `catalog.py`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import warnings
+from dataclasses import dataclass
+from typing import Any, TypeVar, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from .load import LoadError, Loaded, load_yaml
+from .patterns import MAX_LINE, check_pattern, compile_pattern
+from .problems import Problem
+from .schema import Category, Entry, Language, Tag
+
+__all__ = ["Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "suggest"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A valid entry with the source positions kept for cross-entry messages."""
+
+    entry: Entry
+    loaded: Loaded
+
+
+def suggest(word: str, choices: list[str] | set[str]) -> str:
+    """' did you mean 'x'?' or ''."""
+    close = difflib.get_close_matches(word.lower(), sorted(choices), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def loc_text(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model class reached by following `loc` (skipping list indexes)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        field = current.model_fields.get(str(part))
+        if field is None:
+            return None
+        current = _unwrap(field.annotation)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(annotation: Any) -> Any:
+    while True:
+        origin = get_origin(annotation)
+        if origin is None:
+            return annotation
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if not args:
+            return annotation
+        if origin is list:
+            annotation = args[0]
+            continue
+        # Annotated[...] or Optional[...]: the first argument is the type.
+        annotation = args[0]
+
+
+def _problems_from(model: type[BaseModel], err: ValidationError, loaded: Loaded, path: str) -> list[Problem]:
+    out = []
+    for e in err.errors(include_url=False):
+        loc = tuple(e["loc"])
+        kind = e["type"]
+        field = loc_text(loc)
+        if kind == "missing":
+            line, col = loaded.where(loc[:-1], key=True) if loc[:-1] else (1, 1)
+            parent = loc_text(loc[:-1])
+            within = f" in {parent}" if parent else ""
+            message = f"missing required field '{loc[-1]}'{within}"
+        elif kind == "extra_forbidden":
+            line, col = loaded.where(loc, key=True)
+            owner = _model_at(model, loc[:-1])
+            hint = suggest(str(loc[-1]), set(owner.model_fields) if owner else set())
+            if not hint and owner:
+                hint = "; allowed fields: " + ", ".join(owner.model_fields)
+            message = f"unknown field '{field}'{hint}"
+        else:
+            line, col = loaded.where(loc)
+            msg = e["msg"]
+            if kind.startswith("value_error"):
+                msg = msg.removeprefix("Value error, ")
+            elif kind == "model_type" or kind == "dict_type":
+                msg = "expected a mapping (key: value pairs)"
+            elif kind == "list_type":
+                msg = "expected a list (items starting with '- ')"
+            elif kind == "string_type":
+                got = type(e.get("input")).__name__
+                msg = f"expected text, got {got} (quote the value)"
+            message = f"{field}: {msg}" if field else msg
+        out.append(Problem(path, line, col, message))
+    return out
+
+
+def _validate(model: type[M], loaded: Loaded, path: str) -> tuple[M | None, list[Problem]]:
+    if not isinstance(loaded.data, dict):
+        kind = type(loaded.data).__name__
+        return None, [Problem(path, 1, 1, f"the top level must be a mapping of fields, not a {kind}")]
+    try:
+        return model.model_validate(loaded.data), []
+    except ValidationError as err:
+        return None, _problems_from(model, err, loaded, path)
+
+
+def _load(raw: bytes, path: str) -> tuple[Loaded | None, list[Problem]]:
+    try:
+        return load_yaml(raw), []
+    except LoadError as e:
+        return None, [Problem(path, e.line, e.col, e.message)]
+
+
+def _check_fingerprints(entry: Entry, loaded: Loaded, path: str) -> list[Problem]:
+    out = []
+    for i, fp in enumerate(entry.fingerprints):
+        bad = False
+        for name in ("pattern", "near"):
+            text = getattr(fp, name)
+            if text is None:
+                continue
+            why = check_pattern(text)
+            if why:
+                bad = True
+                line, col = loaded.where(("fingerprints", i, name))
+                out.append(Problem(path, line, col, f"fingerprints[{i}].{name}: {why}"))
+        if bad:
+            continue
+        rx = compile_pattern(fp.pattern)
+        for j, example in enumerate(fp.examples):
+            if not rx.search(example[:MAX_LINE]):
+                line, col = loaded.where(("fingerprints", i, "examples", j))
+                out.append(
+                    Problem(
+                        path, line, col,
+                        f"fingerprints[{i}].examples[{j}]: the pattern does not match its own example; "
+                        "fix the pattern or paste the real log line",
+                    )
+                )
+    return out
+
+
+def _check_code(entry: Entry, loaded: Loaded, path: str) -> list[Problem]:
+    snippets = [(("fix", "code", i, "code"), c.language, c.code) for i, c in enumerate(entry.fix.code)]
+    snippets.append((("fix", "verify", "code"), entry.fix.verify.language, entry.fix.verify.code))
+    out = []
+    for loc, language, code in snippets:
+        if language is not Language.python:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compile(code, loc_text(loc), "exec", dont_inherit=True)
+        except SyntaxError as e:
+            line, col = loaded.where(loc)
+            out.append(Problem(path, line, col, f"{loc_text(loc)}: Python does not compile: {e.msg} (line {e.lineno} of the snippet)"))
+        except (RecursionError, MemoryError, ValueError):
+            line, col = loaded.where(loc)
+            out.append(Problem(path, line, col, f"{loc_text(loc)}: Python snippet is too deeply nested to compile"))
+    return out
+
+
+def parse_entry(raw: bytes, path: str) -> tuple[Parsed | None, list[Problem]]:
+    """One entry file's bytes → a Parsed entry, or every problem in it."""
+    loaded, problems = _load(raw, path)
+    if loaded is None:
+        return None, problems
+    entry, problems = _validate(Entry, loaded, path)
+    if entry is None:
+        return None, problems
+    problems = _check_fingerprints(entry, loaded, path) + _check_code(entry, loaded, path)
+    return (None if problems else Parsed(entry, loaded)), problems
+
+
+def _parse_list(model: type[M], raw: bytes, path: str, key: str) -> tuple[list[tuple[M, tuple[int, int]]], list[Problem]]:
+    loaded, problems = _load(raw, path)
+    if loaded is None:
+        return [], problems
+    data = loaded.data
+    if not isinstance(data, dict) or set(data) != {key} or not isinstance(data[key], list):
+        return [], [Problem(path, 1, 1, f"expected a mapping with a single key '{key}' holding a list")]
+    items: list[tuple[M, tuple[int, int]]] = []
+    for i, item in enumerate(data[key]):
+        sub = Loaded(
+            item,
+            {k[2:]: v for k, v in loaded.positions.items() if k[:2] == (key, i)},
+            {k[2:]: v for k, v in loaded.key_positions.items() if k[:2] == (key, i)},
+        )
+        model_value, errs = _validate(model, sub, path)
+        problems.extend(errs)
+        if model_value is not None:
+            items.append((model_value, loaded.where((key, i))))
+    return items, problems
+
+
+def parse_tags(raw: bytes, path: str) -> tuple[list[tuple[Tag, tuple[int, int]]], list[Problem]]:
+    return _parse_list(Tag, raw, path, "tags")
+
+
+def parse_categories(raw: bytes, path: str) -> tuple[list[tuple[Category, tuple[int, int]]], list[Problem]]:
+    return _parse_list(Category, raw, path, "categories")
