@@ -19,6 +19,8 @@ from .validate import Parsed, parse_categories, parse_entry, parse_tags, suggest
 __all__ = ["Catalog", "Record", "build_catalog", "normalize_tag"]
 
 SIMILAR_COUNT = 5
+# Top-level site paths that an entry slug would collide with.
+RESERVED_SLUGS = frozenset({"tags", "categories", "static", "api", "schema", "search", "diagnose", "pagefind", "404"})
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,9 @@ def build_catalog(source: Source) -> Catalog:
             problems.append(Problem(seen_paths[slug], 0, 0, f"duplicate slug '{slug}': also {path}; rename one of the files"))
             continue
         seen_paths[slug] = path
+        if slug in RESERVED_SLUGS:
+            problems.append(Problem(path, 0, 0, f"slug '{slug}' is reserved for a site section; choose a more specific name"))
+            continue
         if categories and category not in categories:
             problems.append(
                 Problem(path, 0, 0, f"unknown category '{category}'{suggest(category, set(categories))} (categories are listed in categories.yaml)")

@@ -47,6 +47,24 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build(args: argparse.Namespace) -> int:
+    from .build import build
+    from .config import load_config
+
+    config = load_config(Path(args.project)).with_base_url(args.base_url)
+    out = Path(args.out)
+    try:
+        result = build(Path(args.entries), out, config)
+    except BuildFailed as e:
+        _print_problems(e.problems)
+        errors = sum(p.severity == "error" for p in e.problems)
+        print(f"build failed: {errors} error{'s' * (errors != 1)}; {out} was left as it was", file=sys.stderr)
+        return 1
+    _print_problems(result.warnings)
+    print(f"built {result.pages} pages ({result.files} files) into {out}/ — open {out}/index.html or run 'failpedia serve'")
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from .schema import entry_json_schema
 
@@ -61,6 +79,13 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="validate every entry and print every problem")
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("build", help="check the entries, then render the site")
+    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--out", default="site", metavar="DIR", help="output folder (default: site)")
+    p.add_argument("--base-url", default=None, metavar="URL", help="absolute URL the site is served from (default: [tool.failpedia] base_url)")
+    p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("schema", help="print the entry JSON Schema")
     p.set_defaults(func=cmd_schema)

@@ -1,0 +1,42 @@
+# The two commands: `make site` and `make test`. Both set up .venv themselves.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+DEPS_STAMP := $(VENV)/.deps-$(shell cksum pyproject.toml | cut -d' ' -f1)
+TEST_STAMP := $(VENV)/.test-deps-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: site test check serve clean chromium
+
+site: $(DEPS_STAMP)
+	$(PY) -m generator build
+
+check: $(DEPS_STAMP)
+	$(PY) -m generator check
+
+serve: $(DEPS_STAMP)
+	$(PY) -m generator serve
+
+test: $(TEST_STAMP) chromium
+	$(PY) -m pytest -q
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(DEPS_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -q -e .
+	rm -f $(VENV)/.deps-*; touch $@
+
+$(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -q -e '.[test]'
+	rm -f $(VENV)/.test-deps-* $(VENV)/.deps-*; touch $@ $(DEPS_STAMP)
+
+# Browser tests drive Debian's Chromium (no browser download exists here).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+clean:
+	rm -rf site .cache .pytest_cache

@@ -1,0 +1,52 @@
+"""Site settings from `[tool.failpedia]` in pyproject.toml, with command-line overrides."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .problems import FailpediaError
+
+__all__ = ["Config", "load_config"]
+
+
+@dataclass(frozen=True)
+class Config:
+    title: str = "Failpedia"
+    tagline: str = "The open encyclopedia of ML-training failures"
+    base_url: str = "http://localhost:8000/"  # absolute, ends with '/'; used for canonical URLs and feeds
+    repo_url: str = ""  # for "Edit this entry" links; empty hides them
+    branch: str = "main"
+
+    def with_base_url(self, url: str | None) -> "Config":
+        if url is None:
+            return self
+        return replace(self, base_url=_check_base_url(url))
+
+
+def _check_base_url(url: str) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise FailpediaError(f"base URL {url!r} must start with http:// or https://")
+    return url if url.endswith("/") else url + "/"
+
+
+def load_config(project: Path) -> Config:
+    """Read `[tool.failpedia]` from `project/pyproject.toml`; defaults when absent."""
+    path = project / "pyproject.toml"
+    if not path.is_file():
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise FailpediaError(f"{path}: {e}") from None
+    section = data.get("tool", {}).get("failpedia", {})
+    known = {f for f in Config.__dataclass_fields__}
+    unknown = set(section) - known
+    if unknown:
+        raise FailpediaError(f"{path}: unknown [tool.failpedia] setting(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+    for k, v in section.items():
+        if not isinstance(v, str):
+            raise FailpediaError(f"{path}: [tool.failpedia] {k} must be a string")
+    config = Config(**section)
+    return replace(config, base_url=_check_base_url(config.base_url), repo_url=config.repo_url.rstrip("/"))

@@ -1,0 +1,38 @@
+"""Last-updated dates of entry files from git history (the IO edge; no clock is read)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+__all__ = ["git_dates"]
+
+
+def git_dates(entries: Path) -> dict[str, str]:
+    """Map each file path relative to `entries` ('distributed/x.yaml') → YYYY-MM-DD of its last
+    commit. Empty outside a git checkout or without git."""
+    try:
+        top = subprocess.run(
+            ["git", "-C", str(entries), "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=20, check=True
+        ).stdout.strip()
+        log = subprocess.run(
+            ["git", "-C", top, "log", "--format=@%cs", "--name-only", "--no-renames", "--", str(entries.resolve())],
+            capture_output=True, text=True, timeout=60, check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    dates: dict[str, str] = {}
+    current = ""
+    root = Path(top)
+    base = entries.resolve()
+    for line in log.splitlines():
+        if line.startswith("@"):
+            current = line[1:]
+        elif line and current:
+            path = (root / line).resolve()
+            try:
+                key = path.relative_to(base).as_posix()
+            except ValueError:
+                continue
+            dates.setdefault(key, current)  # newest first
+    return dates

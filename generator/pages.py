@@ -1,0 +1,238 @@
+"""Pages: the catalog → the list of every page the site has, each with its template and data.
+
+Pure: a `Page` is a path under the site root, a template name and a context of plain values
+(markdown already turned into safe HTML). The page registry is the seam for search, diagnosis
+and incremental builds: each page also lists the entry slugs whose content it shows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from markupsafe import Markup
+
+from . import markdown as md
+from .catalog import Catalog, Record
+from .config import Config
+from .schema import STACK_NAMES, STRENGTH_SCORE, entry_json_schema
+
+__all__ = ["Page", "entry_data", "fingerprint_data", "plan_pages"]
+
+@dataclass(frozen=True)
+class Page:
+    path: str  # e.g. "tags/ddp/index.html"
+    template: str | None = None  # jinja template, or None for `body`
+    context: dict[str, Any] = field(default_factory=dict)
+    body: str | None = None
+    entries: tuple[str, ...] = ()  # slugs whose content appears on this page
+    in_sitemap: bool = False
+
+    @property
+    def url(self) -> str:
+        """Site-rooted URL: 'tags/ddp/' for 'tags/ddp/index.html'."""
+        return self.path.removesuffix("index.html")
+
+
+def _root(path: str) -> str:
+    depth = path.count("/")
+    return "../" * depth
+
+
+def entry_url(slug: str) -> str:
+    return f"{slug}/"
+
+
+def tag_url(tag: str) -> str:
+    return f"tags/{tag}/"
+
+
+def category_url(category: str) -> str:
+    return f"categories/{category}/"
+
+
+def _card(catalog: Catalog, slug: str) -> dict[str, Any]:
+    rec = catalog.records[slug]
+    return {"slug": slug, "url": entry_url(slug), "title": rec.entry.title, "summary": rec.entry.summary, "tags": rec.tags}
+
+
+def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[str, str]) -> dict[str, Any]:
+    e = rec.entry
+    cat = catalog.categories[rec.category]
+    stacks = []
+    for c in e.fix.code:
+        stacks.append(
+            {
+                "stack": c.stack.value,
+                "name": STACK_NAMES[c.stack],
+                "caption": md.inline(c.caption) if c.caption else None,
+                "html": Markup(md.code_block(c.code, c.language.value)),
+            }
+        )
+    edit_url = f"{config.repo_url}/edit/{config.branch}/entries/{_key(rec)}" if config.repo_url else ""
+    issue_url = f"{config.repo_url}/issues/new?title={_quote('Problem in ' + rec.slug)}" if config.repo_url else ""
+    return {
+        "slug": rec.slug,
+        "e": e,
+        "tags": rec.tags,
+        "category": {"name": cat.name, "title": cat.title, "url": category_url(cat.name)},
+        "mechanism": md.block(e.mechanism),
+        "symptoms": [{"signal": md.inline(s.signal), "why": md.inline(s.why)} for s in e.symptoms],
+        "observe": [md.inline(x) for x in e.observe],
+        "affected": [md.inline(x) for x in e.affected],
+        "confirm": [md.inline(x) for x in e.confirm],
+        "steps": [md.block(x) for x in e.fix.steps],
+        "fix_summary": md.inline(e.fix.summary),
+        "code": stacks,
+        "verify": {"html": Markup(md.code_block(e.fix.verify.code, e.fix.verify.language.value)), "expect": md.block(e.fix.verify.expect)},
+        "prevention": [md.inline(x) for x in e.prevention],
+        "faq": [{"q": f.q, "a": md.block(f.a)} for f in e.faq],
+        "dead_ends": [{"attempt": md.inline(d.attempt), "why": md.inline(d.why)} for d in e.dead_ends],
+        "versions": e.versions,
+        "fingerprints": e.fingerprints,
+        "related": [_card(catalog, s) for s in e.related],
+        "often_causes": [_card(catalog, s) for s in e.often_causes],
+        "caused_by": [_card(catalog, s) for s in catalog.caused_by[rec.slug]],
+        "backlinks": [_card(catalog, s) for s in catalog.backlinks[rec.slug] if s not in e.related],
+        "similar": [_card(catalog, s) for s in catalog.similar[rec.slug]],
+        "updated": dates.get(_key(rec), ""),
+        "edit_url": edit_url,
+        "issue_url": issue_url,
+        "canonical": config.base_url + entry_url(rec.slug),
+    }
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+def entry_data(catalog: Catalog, rec: Record) -> dict[str, Any]:
+    """One entry as JSON-ready data for tools (/api/entries.json)."""
+    data = rec.entry.model_dump(mode="json", exclude_none=True)
+    data["tags"] = list(rec.tags)
+    return {"slug": rec.slug, "category": rec.category, "url": entry_url(rec.slug), **data}
+
+
+def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
+    """The one matcher definition shared by the Python and browser diagnosers."""
+    out = []
+    for slug, rec in catalog.records.items():
+        for i, fp in enumerate(rec.entry.fingerprints):
+            out.append(
+                {
+                    "slug": slug,
+                    "id": f"{slug}#{i}",
+                    "pattern": fp.pattern,
+                    "near": fp.near,
+                    "window": fp.window,
+                    "strength": fp.strength.value,
+                    "score": STRENGTH_SCORE[fp.strength],
+                }
+            )
+    entries = {
+        slug: {
+            "title": rec.entry.title,
+            "url": entry_url(slug),
+            "summary": rec.entry.summary,
+            "fix": rec.entry.fix.summary,
+            "often_causes": list(rec.entry.often_causes),
+        }
+        for slug, rec in catalog.records.items()
+    }
+    return {"version": 1, "flags": "", "fingerprints": out, "entries": entries}
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None) -> list[Page]:
+    """Every page of the site, in a stable order."""
+    dates = dates or {}
+    pages: list[Page] = []
+    all_slugs = tuple(catalog.records)
+    cards = {slug: _card(catalog, slug) for slug in catalog.records}
+    used_tags = [(t, len(catalog.by_tag[t])) for t in catalog.tags]
+    categories = [
+        {"name": c.name, "title": c.title, "description": c.description, "url": category_url(c.name), "count": len(catalog.by_category[c.name])}
+        for c in catalog.categories.values()
+    ]
+
+    def add(path: str, template: str, context: dict[str, Any], entries: tuple[str, ...] = (), sitemap: bool = True) -> None:
+        ctx = {"root": _root(path), "page_path": path, **context}
+        pages.append(Page(path, template, ctx, entries=entries, in_sitemap=sitemap))
+
+    add(
+        "index.html",
+        "home.html",
+        {"categories": categories, "tags": used_tags, "entries": [cards[s] for s in all_slugs], "title": None},
+        all_slugs,
+    )
+    for slug, rec in catalog.records.items():
+        ctx = _entry_context(catalog, rec, config, dates)
+        linked = (slug, *rec.entry.related, *rec.entry.often_causes, *catalog.caused_by[slug], *catalog.backlinks[slug], *catalog.similar[slug])
+        add(f"{slug}/index.html", "entry.html", {"title": rec.entry.title, "description": rec.entry.summary, **ctx}, tuple(sorted(set(linked))))
+    add("tags/index.html", "tags.html", {"title": "All tags", "tags": [{"name": t, "count": n, "description": catalog.tags[t].description} for t, n in used_tags]}, all_slugs)
+    for t, tag in catalog.tags.items():
+        slugs = catalog.by_tag[t]
+        add(
+            f"tags/{t}/index.html",
+            "tag.html",
+            {"title": f"#{t}", "tag": tag, "entries": [cards[s] for s in slugs], "description": tag.description},
+            slugs,
+        )
+    add("categories/index.html", "categories.html", {"title": "Categories", "categories": categories}, all_slugs)
+    for c in catalog.categories.values():
+        slugs = catalog.by_category[c.name]
+        add(
+            f"categories/{c.name}/index.html",
+            "category.html",
+            {"title": c.title, "category": c, "entries": [cards[s] for s in slugs], "description": c.description},
+            slugs,
+        )
+    # The 404 page is served at any depth, so its links are rooted at the base URL's path.
+    from urllib.parse import urlsplit
+
+    pages.append(Page("404.html", "404.html", {"root": urlsplit(config.base_url).path, "page_path": "404.html", "title": "Page not found"}))
+
+    sitemap = [p for p in pages if p.in_sitemap]
+    pages.append(
+        Page(
+            "sitemap.xml",
+            "sitemap.xml",
+            {"urls": [{"loc": config.base_url + p.url, "lastmod": _page_date(p, catalog, dates)} for p in sitemap]},
+            entries=all_slugs,
+        )
+    )
+    pages.append(Page("robots.txt", body=f"User-agent: *\nAllow: /\nSitemap: {config.base_url}sitemap.xml\n"))
+    feed_entries = sorted(catalog.records.values(), key=lambda r: (dates.get(_key(r), ""), r.slug), reverse=True)
+    pages.append(
+        Page(
+            "feed.xml",
+            "feed.xml",
+            {
+                "updated": max((dates.get(_key(r), "") for r in catalog.records.values()), default="") or "1970-01-01",
+                "items": [
+                    {"title": r.entry.title, "summary": r.entry.summary, "url": config.base_url + entry_url(r.slug), "updated": dates.get(_key(r), "") or "1970-01-01", "tags": r.tags}
+                    for r in feed_entries
+                ],
+            },
+            entries=all_slugs,
+        )
+    )
+    pages.append(Page("api/entries.json", body=_json({"entries": [entry_data(catalog, r) for r in catalog.records.values()]}), entries=all_slugs))
+    pages.append(Page("api/fingerprints.json", body=_json(fingerprint_data(catalog)), entries=all_slugs))
+    pages.append(Page("schema/entry.json", body=json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"))
+    return pages
+
+
+def _page_date(page: Page, catalog: Catalog, dates: dict[str, str]) -> str:
+    return max((dates.get(_key(catalog.records[s]), "") for s in page.entries if s in catalog.records), default="")
+
+
+def _key(rec: Record) -> str:
+    """The key of an entry in the git dates map."""
+    return f"{rec.category}/{rec.slug}.yaml"
