@@ -146,7 +146,9 @@ def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
 
 
 def _json(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+    """Compact JSON with <, > and & escaped, so the text stays inert even if inlined into HTML."""
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 
 
 def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None) -> list[Page]:
