@@ -89,7 +89,26 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schema", help="print the entry JSON Schema")
     p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser("diagnose", help="name the failure a training log shows")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="log files (.gz works), or - for standard input")
+    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--top", type=int, default=5, metavar="N", help="show at most N matches (default: 5)")
+    p.add_argument("--json", action="store_true", help="print JSON for tools")
+    p.add_argument("--follow", action="store_true", help="watch a growing log (like tail -f) and report as soon as a fingerprint fires")
+    p.set_defaults(func=_lazy("diagnose", "cmd_diagnose"))
     return parser
+
+
+def _lazy(module: str, name: str):  # type: ignore[no-untyped-def]
+    """Import a command's module only when it runs, so `import generator` stays light."""
+
+    def run(args: argparse.Namespace) -> int:
+        import importlib
+
+        return int(getattr(importlib.import_module(f"generator.{module}"), name)(args))
+
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> int:

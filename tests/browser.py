@@ -1,0 +1,63 @@
+"""Real-browser fixtures: the built site served on 127.0.0.1 and Debian's headless Chromium.
+
+Import these fixtures into a test module with `from browser import *`.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+REPO = Path(__file__).resolve().parent.parent
+
+__all__ = ["browser", "real_site", "serve_dir", "site_url"]
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+def serve_dir(root: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    """Serve `root` on a free port of 127.0.0.1; returns the server and its base URL."""
+    handler = functools.partial(_Quiet, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+@pytest.fixture(scope="session")
+def real_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real entries/ built once per test session (search index included)."""
+    from generator.build import build
+    from generator.config import load_config
+
+    out = tmp_path_factory.mktemp("real") / "site"
+    build(REPO / "entries", out, load_config(REPO).with_base_url("http://127.0.0.1/"))
+    return out
+
+
+@pytest.fixture(scope="session")
+def site_url(real_site: Path) -> Iterator[str]:
+    server, url = serve_dir(real_site)
+    yield url
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.fail("chromium is not installed: run `make test`, which installs Debian's chromium package")
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
