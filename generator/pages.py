@@ -16,6 +16,7 @@ from markupsafe import Markup
 from . import markdown as md
 from .catalog import Catalog, Record
 from .config import Config
+from .diagnose import matcher_spec
 from .schema import STACK_NAMES, STRENGTH_SCORE, entry_json_schema
 
 __all__ = ["Page", "entry_data", "fingerprint_data", "plan_pages"]
@@ -226,7 +227,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         )
     )
     pages.append(Page("api/entries.json", body=_json({"entries": [entry_data(catalog, r) for r in catalog.records.values()]}), entries=all_slugs))
-    pages.append(Page("api/fingerprints.json", body=_json(fingerprint_data(catalog)), entries=all_slugs))
+    pages.append(Page("api/fingerprints.json", body=_json(matcher_spec(fingerprint_data(catalog))), entries=all_slugs))
     pages.append(Page("schema/entry.json", body=json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"))
     return pages
 

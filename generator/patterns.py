@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_LINE", "check_pattern", "compile_pattern"]
+__all__ = ["MAX_LINE", "check_pattern", "compile_pattern", "required_literals"]
 
 MAX_LINE = 4096  # the matchers look at this many characters of a line at most
 
@@ -206,3 +206,129 @@ def check_pattern(text: str) -> str | None:
 def compile_pattern(text: str) -> re.Pattern[str]:
     """Compile a checked pattern with the semantics JavaScript gives it."""
     return re.compile(text, re.ASCII)
+
+
+# --- Literal covers: a fast prefilter that both diagnosis engines share -----------------------
+#
+# `required_literals(p)` returns strings such that every line `p` matches contains at least one
+# of them (empty list: no such set, scan every line). The engines find candidate lines with a
+# plain substring search and run the regex only there, so results equal a full per-line scan.
+
+_MIN_LITERAL = 3
+_Cover = list[str] | None
+
+
+class _CoverParser:
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.i = 0
+
+    def peek(self) -> str:
+        return self.s[self.i] if self.i < len(self.s) else ""
+
+    def alternation(self) -> _Cover:
+        covers = [self.sequence()]
+        while self.peek() == "|":
+            self.i += 1
+            covers.append(self.sequence())
+        if len(covers) == 1:
+            return covers[0]
+        if any(c is None for c in covers):
+            return None
+        return sorted({lit for c in covers for lit in c or []})
+
+    def sequence(self) -> _Cover:
+        options: list[list[str]] = []
+        run = ""
+        while self.peek() and self.peek() not in "|)":
+            char, cover = self.atom()
+            least = self.quantifier_min()
+            if char is not None and least >= 1:
+                run += char
+                if self._repeats:  # the character may repeat: the run cannot go on past it
+                    if len(run) >= _MIN_LITERAL:
+                        options.append([run])
+                    run = ""
+                continue
+            if len(run) >= _MIN_LITERAL:
+                options.append([run])
+            run = ""
+            if cover is not None and least >= 1:
+                options.append(cover)
+        if len(run) >= _MIN_LITERAL:
+            options.append([run])
+        if not options:
+            return None
+        return max(options, key=lambda c: (min(len(x) for x in c), -len(c)))
+
+    _repeats = False
+
+    def quantifier_min(self) -> int:
+        c = self.peek()
+        self._repeats = False
+        if c == "*":
+            self.i += 1
+            least = 0
+            self._repeats = True
+        elif c == "+":
+            self.i += 1
+            least = 1
+            self._repeats = True
+        elif c == "?":
+            self.i += 1
+            least = 0
+        elif c == "{":
+            m = re.compile(r"\{(\d+)(,(\d*))?\}").match(self.s, self.i)
+            assert m
+            self.i = m.end()
+            least = int(m.group(1))
+            self._repeats = m.group(2) is not None or least > 1
+        else:
+            return 1
+        if self.peek() == "?":
+            self.i += 1
+        return least
+
+    def atom(self) -> tuple[str | None, _Cover]:
+        """(a literal character or None, the cover of a group or None)."""
+        c = self.peek()
+        if c == "(":
+            self.i += 1
+            if self.s.startswith("?:", self.i):
+                self.i += 2
+            cover = self.alternation()
+            self.i += 1  # ')'
+            return None, cover
+        if c == "[":
+            self.i += 1
+            if self.peek() == "^":
+                self.i += 1
+            first = True
+            while self.peek() != "]" or first:
+                if self.peek() == "\\":
+                    self.i += 1
+                self.i += 1
+                first = False
+            self.i += 1
+            return None, None
+        if c == "\\":
+            e = self.s[self.i + 1]
+            self.i += 2
+            if e == "x":
+                value = chr(int(self.s[self.i : self.i + 2], 16))
+                self.i += 2
+                return value, None
+            if e in _PUNCT or e == "\\" or e == " ":
+                return e, None
+            return None, None
+        self.i += 1
+        if c in ".^$":
+            return None, None
+        return c, None
+
+
+def required_literals(pattern: str) -> list[str]:
+    """Substrings one of which every match of a checked `pattern` contains ([] = none known)."""
+    parser = _CoverParser(pattern)
+    cover = parser.alternation()
+    return sorted(cover) if cover else []

@@ -14,7 +14,7 @@ from typing import Any, TypeVar, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from .load import LoadError, Loaded, load_yaml
-from .patterns import MAX_LINE, check_pattern, compile_pattern
+from .patterns import MAX_LINE, check_pattern, compile_pattern, required_literals
 from .problems import Problem
 from .schema import Category, Entry, Language, Tag
 
@@ -138,6 +138,11 @@ def _check_fingerprints(entry: Entry, loaded: Loaded, path: str) -> list[Problem
             if text is None:
                 continue
             why = check_pattern(text)
+            if why is None and not required_literals(text):
+                why = (
+                    "too generic: every match must contain a fixed piece of text of at least 3 characters "
+                    "(e.g. 'CUDA out of memory'), so the pattern is specific and fast to search for"
+                )
             if why:
                 bad = True
                 line, col = loaded.where(("fingerprints", i, name))

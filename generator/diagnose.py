@@ -1,0 +1,411 @@
+"""Diagnose: a training log → the entries whose fingerprints it shows, ranked, with evidence.
+
+One matcher definition, two engines. The definition is `/api/fingerprints.json` (built by
+`matcher_spec`); this module is the Python engine and `templates/static/diagnose-worker.js`
+the browser one. Both follow the same rules, step by step:
+
+1. Lines are split on `\\n` and numbered from 1. ANSI CSI colour codes are removed first.
+   A line is matched segment by segment, split on `\\r` (progress bars redraw with `\\r`);
+   only the first `MAX_LINE` characters of a segment are looked at.
+2. Candidate lines come from a substring search for each pattern's required literals; the
+   regex then runs on each segment of those lines only (identical to a full scan).
+3. A fingerprint with `near` counts a hit only when a line within `window` lines before or
+   after it matches `near`.
+4. An entry's score is the sum, over its fingerprints that fired, of the strength score
+   (definitive 10, strong 6, supporting 2), plus 2 when the hit was confirmed by `near`.
+   Entries scoring at least `MIN_SCORE` are candidates. Confidence = min(1, score / 10).
+5. Candidates are ordered by score (desc), then first evidence line, then slug. The initiating
+   failure is the first candidate that no other candidate lists in `often_causes` (the first
+   candidate if every one is caused by another). Candidates that the initiating one
+   `often_causes` are collateral and go last; the rest keep their order between them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from .patterns import MAX_LINE, compile_pattern, required_literals
+
+__all__ = ["Match", "Matcher", "diagnose_bytes", "matcher_spec", "rank_hits"]
+
+MIN_SCORE = 6
+NEAR_BONUS = 2
+EVIDENCE_PER_FINGERPRINT = 5
+EVIDENCE_PER_ENTRY = 5
+PENDING_LIMIT = 20
+EVIDENCE_CHARS = 300
+CHUNK = 4 * 1024 * 1024
+ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
+RANK_PATTERNS = [r"\[rank(\d{1,6})\]:", r"\[default(\d{1,6})\]:", r"^(\d{1,6}): "]
+
+_ANSI_BYTES = re.compile(ANSI_PATTERN.encode())
+_RANK_RES = [re.compile(p, re.ASCII) for p in RANK_PATTERNS]
+
+
+def matcher_spec(fingerprints: dict[str, Any]) -> dict[str, Any]:
+    """Add what both engines need to the fingerprint data: literal covers and shared rules."""
+    fps = []
+    for fp in fingerprints["fingerprints"]:
+        fps.append(
+            {
+                **fp,
+                "literals": required_literals(fp["pattern"]),
+                "near_literals": required_literals(fp["near"]) if fp.get("near") else [],
+            }
+        )
+    return {
+        **fingerprints,
+        "fingerprints": fps,
+        "rules": {
+            "min_score": MIN_SCORE,
+            "near_bonus": NEAR_BONUS,
+            "evidence_per_fingerprint": EVIDENCE_PER_FINGERPRINT,
+            "evidence_per_entry": EVIDENCE_PER_ENTRY,
+            "pending_limit": PENDING_LIMIT,
+            "evidence_chars": EVIDENCE_CHARS,
+            "max_line": MAX_LINE,
+            "ansi": ANSI_PATTERN,
+            "rank_patterns": RANK_PATTERNS,
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Evidence:
+    file: str
+    line: int
+    rank: int | None
+    text: str
+
+
+@dataclass
+class _FpState:
+    count: int = 0
+    near_confirmed: bool = False
+    evidence: list[Evidence] = field(default_factory=list)
+    last_near: int = -(10**12)
+    pending: list[Evidence] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Match:
+    slug: str
+    title: str
+    url: str
+    score: int
+    confidence: float
+    role: str  # initiating | candidate | collateral
+    evidence: tuple[Evidence, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "slug": self.slug,
+            "title": self.title,
+            "url": self.url,
+            "confidence": self.confidence,
+            "role": self.role,
+            "score": self.score,
+            "evidence": [{"file": e.file, "line": e.line, "rank": e.rank, "text": e.text} for e in self.evidence],
+        }
+
+
+def _rank_of(line: str) -> int | None:
+    head = line[:120]
+    for rx in _RANK_RES:
+        m = rx.search(head)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+class Matcher:
+    """Streaming matcher over one log: feed bytes, then `close()`. Memory stays bounded."""
+
+    def __init__(self, spec: dict[str, Any], file: str = "-") -> None:
+        self.spec = spec
+        self.file = file
+        self.fps = spec["fingerprints"]
+        self.patterns = [compile_pattern(fp["pattern"]) for fp in self.fps]
+        self.nears = [compile_pattern(fp["near"]) if fp.get("near") else None for fp in self.fps]
+        self.state = [_FpState() for _ in self.fps]
+        # literal → fingerprint indexes, for patterns (kind 0) and near patterns (kind 1)
+        self.literals: dict[bytes, list[tuple[int, int]]] = {}
+        for i, fp in enumerate(self.fps):
+            for lit in fp["literals"]:
+                self.literals.setdefault(lit.encode(), []).append((0, i))
+            for lit in fp["near_literals"]:
+                self.literals.setdefault(lit.encode(), []).append((1, i))
+        self.carry = b""
+        self.line_base = 0  # lines before the current chunk
+        self.lines_seen = 0
+
+    def feed(self, data: bytes) -> None:
+        buf = self.carry + data
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            self.carry = buf
+            if len(self.carry) > CHUNK:  # one enormous line: match what we have, keep going
+                self._process(self.carry, final_line_open=True)
+                self.carry = b""
+            return
+        self.carry = buf[cut + 1 :]
+        self._process(buf[: cut + 1])
+
+    def close(self) -> None:
+        if self.carry:
+            self._process(self.carry + b"\n")
+            self.carry = b""
+
+    def _process(self, chunk: bytes, final_line_open: bool = False) -> None:
+        if b"\x1b" in chunk:
+            chunk = _ANSI_BYTES.sub(b"", chunk)
+        hits: dict[int, set[tuple[int, int]]] = {}  # line start → {(kind, fp)}
+        for lit, targets in self.literals.items():
+            pos = chunk.find(lit)
+            while pos >= 0:
+                start = chunk.rfind(b"\n", 0, pos) + 1
+                hits.setdefault(start, set()).update(targets)
+                end = chunk.find(b"\n", pos)
+                pos = chunk.find(lit, end + 1 if end >= 0 else len(chunk))
+        line_no = self.line_base
+        prev = 0
+        for start in sorted(hits):
+            line_no += chunk.count(b"\n", prev, start)
+            prev = start
+            end = chunk.find(b"\n", start)
+            raw = chunk[start : end if end >= 0 else len(chunk)]
+            self._match_line(line_no + 1, raw.decode("utf-8", "replace"), hits[start])
+        newlines = chunk.count(b"\n")
+        self.line_base += newlines if not final_line_open else newlines
+        self.lines_seen = self.line_base
+
+    def _match_line(self, number: int, line: str, targets: set[tuple[int, int]]) -> None:
+        segments = [s[:MAX_LINE] for s in line.split("\r")]
+        rank = _rank_of(line)
+        near_fps = sorted(i for kind, i in targets if kind == 1)
+        for i in near_fps:
+            rx = self.nears[i]
+            if rx is not None and any(rx.search(s) for s in segments):
+                self._near(i, number)
+        for i in sorted(i for kind, i in targets if kind == 0):
+            seg = next((s for s in segments if self.patterns[i].search(s)), None)
+            if seg is not None:
+                self._hit(i, Evidence(self.file, number, rank, seg.strip()[:EVIDENCE_CHARS]))
+
+    def _near(self, i: int, number: int) -> None:
+        st = self.state[i]
+        st.last_near = number
+        window = self.fps[i]["window"]
+        for ev in st.pending:
+            if ev.line >= number - window:
+                self._confirm(i, ev, near=True)
+        st.pending.clear()
+
+    def _hit(self, i: int, ev: Evidence) -> None:
+        fp = self.fps[i]
+        st = self.state[i]
+        if not fp.get("near"):
+            self._confirm(i, ev, near=False)
+        elif ev.line - st.last_near <= fp["window"]:
+            self._confirm(i, ev, near=True)
+        else:
+            st.pending = [p for p in st.pending if p.line >= ev.line - fp["window"]]
+            if len(st.pending) < PENDING_LIMIT:
+                st.pending.append(ev)
+
+    def _confirm(self, i: int, ev: Evidence, near: bool) -> None:
+        st = self.state[i]
+        st.count += 1
+        st.near_confirmed = st.near_confirmed or near
+        if len(st.evidence) < EVIDENCE_PER_FINGERPRINT and ev not in st.evidence:
+            st.evidence.append(ev)
+
+
+def rank_hits(spec: dict[str, Any], matchers: Iterable[Matcher], base_url: str = "") -> list[Match]:
+    """Combine the hits of one or more logs into the ranked list of matches (rules 4 and 5)."""
+    fps = spec["fingerprints"]
+    matchers = list(matchers)
+    fired = [False] * len(fps)
+    near = [False] * len(fps)
+    evidence: dict[str, list[tuple[int, Evidence]]] = {}
+    for m_index, m in enumerate(matchers):
+        for i, st in enumerate(m.state):
+            if st.count:
+                fired[i] = True
+                near[i] = near[i] or st.near_confirmed
+                evidence.setdefault(fps[i]["slug"], []).extend((m_index, e) for e in st.evidence)
+    score: dict[str, int] = {}
+    for i, fp in enumerate(fps):
+        if fired[i]:
+            score[fp["slug"]] = score.get(fp["slug"], 0) + fp["score"] + (NEAR_BONUS if near[i] else 0)
+    candidates = []
+    for slug, total in score.items():
+        if total < MIN_SCORE:
+            continue
+        evs = sorted(set(evidence[slug]), key=lambda x: (x[0], x[1].line, x[1].text))[:EVIDENCE_PER_ENTRY]
+        candidates.append((slug, total, evs))
+    candidates.sort(key=lambda c: (-c[1], c[2][0][0], c[2][0][1].line, c[0]))
+    entries = spec["entries"]
+    slugs = [c[0] for c in candidates]
+    caused = {t for c in slugs for t in entries[c]["often_causes"] if t != c}
+    initiating = next((c for c in slugs if c not in caused), slugs[0] if slugs else None)
+    collateral = set(entries[initiating]["often_causes"]) if initiating else set()
+    out: list[Match] = []
+    for slug, total, evs in candidates:
+        role = "initiating" if slug == initiating else "collateral" if slug in collateral else "candidate"
+        e = entries[slug]
+        out.append(Match(slug, e["title"], base_url + e["url"], total, round(min(1.0, total / 10), 2), role, tuple(x[1] for x in evs)))
+    role_order = {"initiating": 0, "candidate": 1, "collateral": 2}
+    out.sort(key=lambda m: role_order[m.role])  # stable: score order stays within a role
+    return out
+
+
+def diagnose_bytes(spec: dict[str, Any], data: bytes, file: str = "-") -> list[Match]:
+    """Convenience for tests and tools: one in-memory log → ranked matches."""
+    m = Matcher(spec, file)
+    m.feed(data)
+    m.close()
+    return rank_hits(spec, [m])
+
+
+# --- The command ----------------------------------------------------------------------------
+
+
+class _InputError(Exception):
+    pass
+
+
+def _open(path: str) -> BinaryIO:
+    if path == "-":
+        stream: BinaryIO = sys.stdin.buffer
+    else:
+        try:
+            stream = open(path, "rb")  # noqa: SIM115
+        except OSError as e:
+            raise _InputError(f"{path}: cannot read: {e.strerror}") from None
+    head = stream.peek(2)[:2] if hasattr(stream, "peek") else b""
+    if head == b"\x1f\x8b":
+        stream = gzip.GzipFile(fileobj=stream)  # type: ignore[assignment]
+    return stream
+
+
+def _chunks(path: str, stream: BinaryIO) -> Iterator[bytes]:
+    first = True
+    while True:
+        try:
+            data = stream.read(CHUNK)
+        except (OSError, EOFError, gzip.BadGzipFile) as e:
+            raise _InputError(f"{path}: cannot read: {e}") from None
+        if not data:
+            return
+        if first and b"\x00" in data[:8192]:
+            raise _InputError(f"{path}: looks like a binary file, not a text log")
+        first = False
+        yield data
+
+
+def _load_spec(entries: str) -> dict[str, Any]:
+    from .build import load_catalog
+    from .pages import fingerprint_data
+
+    return matcher_spec(fingerprint_data(load_catalog(Path(entries))))
+
+
+def _print_text(matches: list[Match], top: int, out: io.TextIOBase | Any) -> None:
+    if not matches:
+        print("No known failure matched this log.", file=out)
+        return
+    for n, m in enumerate(matches[:top], 1):
+        print(f"{n}. {m.title}  [{m.role}, confidence {m.confidence:.2f}]", file=out)
+        print(f"   {m.url}", file=out)
+        for e in m.evidence:
+            rank = f" [rank {e.rank}]" if e.rank is not None else ""
+            print(f"   {e.file}:{e.line}{rank}  {e.text}", file=out)
+
+
+def cmd_diagnose(args: Any) -> int:
+    from .config import load_config
+    from .problems import UsageError
+
+    if args.top < 1:
+        raise UsageError("--top must be at least 1")
+    if args.follow and (len(args.logs) != 1 or args.logs[0] == "-"):
+        raise UsageError("--follow takes exactly one log file (not -)")
+    if args.logs.count("-") > 1:
+        raise UsageError("standard input (-) can be given only once")
+    base_url = load_config(Path(".")).base_url
+    spec = _load_spec(args.entries)
+    if args.follow:
+        return _follow(spec, args.logs[0], base_url, args)
+    matchers = []
+    try:
+        for path in args.logs:
+            m = Matcher(spec, path)
+            stream = _open(path)
+            for data in _chunks(path, stream):
+                m.feed(data)
+            m.close()
+            matchers.append(m)
+    except _InputError as e:
+        raise UsageError(str(e)) from None
+    matches = rank_hits(spec, matchers, base_url)
+    if args.json:
+        print(json.dumps({"matches": [m.as_json() for m in matches[: args.top]]}, indent=2))
+    else:
+        _print_text(matches, args.top, sys.stdout)
+    return 0 if matches else 1
+
+
+def _follow(spec: dict[str, Any], path: str, base_url: str, args: Any) -> int:
+    from .problems import UsageError
+
+    try:
+        f = open(path, "rb")  # noqa: SIM115
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror}") from None
+    m = Matcher(spec, path)
+    shown: list[tuple[str, str]] = []
+    print(f"watching {path} (Ctrl-C to stop)", flush=True)
+    try:
+        while True:
+            data = f.read(CHUNK)
+            if data:
+                if b"\x00" in data[:8192] and m.line_base == 0:
+                    raise UsageError(f"{path}: looks like a binary file, not a text log")
+                m.feed(data)
+                continue
+            # No new data: match the unterminated last line too, without consuming it.
+            probe = Matcher(spec, path)
+            probe.state = [
+                _FpState(s.count, s.near_confirmed, list(s.evidence), s.last_near, list(s.pending)) for s in m.state
+            ]
+            probe.line_base = m.line_base
+            if m.carry:
+                probe._process(m.carry + b"\n")
+            matches = rank_hits(spec, [probe], base_url)
+            now = [(x.slug, x.role) for x in matches]
+            if matches and now != shown:
+                shown = now
+                print(time.strftime("%H:%M:%S") + " diagnosis:", flush=True)
+                if args.json:
+                    print(json.dumps({"matches": [x.as_json() for x in matches[: args.top]]}), flush=True)
+                else:
+                    _print_text(matches, args.top, sys.stdout)
+                sys.stdout.flush()
+            if Path(path).stat().st_size < f.tell():  # truncated or rotated: start over
+                f.seek(0)
+                m = Matcher(spec, path)
+            time.sleep(0.3)
+    except KeyboardInterrupt:
+        return 0 if shown else 1
+    finally:
+        f.close()
