@@ -293,9 +293,12 @@ def _open(path: str) -> BinaryIO:
         except OSError as e:
             raise _InputError(f"{path}: cannot read: {e.strerror}") from None
     head = stream.peek(2)[:2] if hasattr(stream, "peek") else b""
-    if head == b"\x1f\x8b":
-        stream = gzip.GzipFile(fileobj=stream)  # type: ignore[assignment]
-    return stream
+    if head != b"\x1f\x8b":
+        return stream
+    if path == "-":
+        return gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[return-value]
+    stream.close()
+    return gzip.open(path, "rb")  # type: ignore[return-value]
 
 
 def _chunks(path: str, stream: BinaryIO) -> Iterator[bytes]:
@@ -351,8 +354,12 @@ def cmd_diagnose(args: Any) -> int:
         for path in args.logs:
             m = Matcher(spec, path)
             stream = _open(path)
-            for data in _chunks(path, stream):
-                m.feed(data)
+            try:
+                for data in _chunks(path, stream):
+                    m.feed(data)
+            finally:
+                if path != "-":
+                    stream.close()
             m.close()
             matchers.append(m)
     except _InputError as e:

@@ -187,6 +187,11 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
             {"title": f"#{t}", "tag": tag, "entries": [cards[s] for s in slugs], "description": tag.description},
             slugs,
         )
+    add(
+        "diagnose/index.html",
+        "diagnose.html",
+        {"title": "Diagnose a log", "description": "Paste a training log and find the failure that started it; matched in your browser, nothing uploaded."},
+    )
     add("categories/index.html", "categories.html", {"title": "Categories", "categories": categories}, all_slugs)
     for c in catalog.categories.values():
         slugs = catalog.by_category[c.name]

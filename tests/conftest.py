@@ -77,7 +77,12 @@ def sample_files() -> dict[str, Any]:
         "tags.yaml": TAGS,
         "categories.yaml": CATEGORIES,
         "memory/gpu-oom.yaml": valid_entry(title="GPU OOM", related=["ddp-oom"], often_causes=["nccl-hang"]),
-        "distributed/ddp-oom.yaml": valid_entry(title="DDP OOM", tags=["ddp", "oom"], related=["gpu-oom", "nccl-hang"]),
+        "distributed/ddp-oom.yaml": valid_entry(
+            title="DDP OOM",
+            tags=["ddp", "oom"],
+            related=["gpu-oom", "nccl-hang"],
+            fingerprints=[{"pattern": r"Reducer bucket \d+ failed", "strength": "strong", "examples": ["Reducer bucket 3 failed"]}],
+        ),
         "distributed/nccl-hang.yaml": valid_entry(
             title="NCCL hang",
             tags=["nccl", "ddp"],

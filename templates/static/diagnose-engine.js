@@ -1,0 +1,131 @@
+// The browser engine of `failpedia diagnose`. It follows, step by step, the rules written at the
+// top of generator/diagnose.py, on the same matcher definition (/api/fingerprints.json);
+// tests/test_diagnose_parity.py checks that both engines rank every test log the same way.
+/* exported diagnoseText */
+"use strict";
+
+function diagnoseText(spec, text, file) {
+  var rules = spec.rules;
+  var fps = spec.fingerprints;
+  if (text.indexOf("\x1b") >= 0) text = text.replace(new RegExp(rules.ansi, "g"), "");
+  var rankRes = rules.rank_patterns.map(function (p) { return new RegExp(p); });
+  var patterns = fps.map(function (fp) { return new RegExp(fp.pattern); });
+  var nears = fps.map(function (fp) { return fp.near ? new RegExp(fp.near) : null; });
+  var state = fps.map(function () { return { count: 0, near: false, evidence: [], lastNear: -1e12, pending: [] }; });
+
+  // literal -> [[kind, fp index]]
+  var literals = new Map();
+  fps.forEach(function (fp, i) {
+    fp.literals.forEach(function (lit) { if (!literals.has(lit)) literals.set(lit, []); literals.get(lit).push([0, i]); });
+    fp.near_literals.forEach(function (lit) { if (!literals.has(lit)) literals.set(lit, []); literals.get(lit).push([1, i]); });
+  });
+
+  // Rule 2: candidate lines from a substring search.
+  var hits = new Map(); // line start -> Set of "kind:index"
+  literals.forEach(function (targets, lit) {
+    var pos = text.indexOf(lit);
+    while (pos >= 0) {
+      var start = pos === 0 ? 0 : text.lastIndexOf("\n", pos - 1) + 1;
+      if (!hits.has(start)) hits.set(start, new Set());
+      var set = hits.get(start);
+      targets.forEach(function (t) { set.add(t[0] + ":" + t[1]); });
+      var end = text.indexOf("\n", pos);
+      pos = end >= 0 ? text.indexOf(lit, end + 1) : -1;
+    }
+  });
+
+  function rankOf(line) {
+    var head = line.slice(0, 120);
+    for (var k = 0; k < rankRes.length; k++) {
+      var m = rankRes[k].exec(head);
+      if (m) return parseInt(m[1], 10);
+    }
+    return null;
+  }
+  function sameEvidence(a, b) { return a.line === b.line && a.rank === b.rank && a.text === b.text && a.file === b.file; }
+  function confirm(i, ev, near) {
+    var st = state[i];
+    st.count += 1;
+    st.near = st.near || near;
+    if (st.evidence.length < rules.evidence_per_fingerprint && !st.evidence.some(function (e) { return sameEvidence(e, ev); })) st.evidence.push(ev);
+  }
+  function onNear(i, number) {
+    var st = state[i];
+    st.lastNear = number;
+    var window = fps[i].window;
+    st.pending.forEach(function (ev) { if (ev.line >= number - window) confirm(i, ev, true); });
+    st.pending = [];
+  }
+  function onHit(i, ev) {
+    var fp = fps[i], st = state[i];
+    if (!fp.near) confirm(i, ev, false);
+    else if (ev.line - st.lastNear <= fp.window) confirm(i, ev, true);
+    else {
+      st.pending = st.pending.filter(function (p) { return p.line >= ev.line - fp.window; });
+      if (st.pending.length < rules.pending_limit) st.pending.push(ev);
+    }
+  }
+  function byNumber(a, b) { return a - b; }
+
+  var starts = Array.from(hits.keys()).sort(byNumber);
+  var lineNo = 0, prev = 0;
+  starts.forEach(function (start) {
+    for (var p = text.indexOf("\n", prev); p >= 0 && p < start; p = text.indexOf("\n", p + 1)) lineNo += 1;
+    prev = start;
+    var end = text.indexOf("\n", start);
+    var line = text.slice(start, end >= 0 ? end : text.length);
+    var number = lineNo + 1;
+    var segments = line.split("\r").map(function (s) { return s.slice(0, rules.max_line); });
+    var rank = rankOf(line);
+    var targets = Array.from(hits.get(start));
+    var nearIdx = targets.filter(function (t) { return t[0] === "1"; }).map(function (t) { return parseInt(t.slice(2), 10); }).sort(byNumber);
+    var patIdx = targets.filter(function (t) { return t[0] === "0"; }).map(function (t) { return parseInt(t.slice(2), 10); }).sort(byNumber);
+    nearIdx.forEach(function (i) {
+      var rx = nears[i];
+      if (rx && segments.some(function (s) { return rx.test(s); })) onNear(i, number);
+    });
+    patIdx.forEach(function (i) {
+      var seg = segments.find(function (s) { return patterns[i].test(s); });
+      if (seg !== undefined) onHit(i, { file: file, line: number, rank: rank, text: seg.trim().slice(0, rules.evidence_chars) });
+    });
+  });
+
+  // Rules 4 and 5: score and rank.
+  var score = new Map(), evidence = new Map();
+  fps.forEach(function (fp, i) {
+    var st = state[i];
+    if (!st.count) return;
+    score.set(fp.slug, (score.get(fp.slug) || 0) + fp.score + (st.near ? rules.near_bonus : 0));
+    if (!evidence.has(fp.slug)) evidence.set(fp.slug, []);
+    Array.prototype.push.apply(evidence.get(fp.slug), st.evidence);
+  });
+  function cmp(a, b) { return a < b ? -1 : a > b ? 1 : 0; }
+  var candidates = [];
+  score.forEach(function (total, slug) {
+    if (total < rules.min_score) return;
+    var evs = [];
+    evidence.get(slug).forEach(function (e) { if (!evs.some(function (x) { return sameEvidence(x, e); })) evs.push(e); });
+    evs.sort(function (a, b) { return a.line - b.line || cmp(a.text, b.text); });
+    candidates.push({ slug: slug, score: total, evidence: evs.slice(0, rules.evidence_per_entry) });
+  });
+  candidates.sort(function (a, b) { return b.score - a.score || a.evidence[0].line - b.evidence[0].line || cmp(a.slug, b.slug); });
+  var entries = spec.entries;
+  var caused = new Set();
+  candidates.forEach(function (c) { entries[c.slug].often_causes.forEach(function (t) { if (t !== c.slug) caused.add(t); }); });
+  var initiating = null;
+  for (var k = 0; k < candidates.length; k++) if (!caused.has(candidates[k].slug)) { initiating = candidates[k].slug; break; }
+  if (initiating === null && candidates.length) initiating = candidates[0].slug;
+  var collateral = new Set(initiating ? entries[initiating].often_causes : []);
+  var order = { initiating: 0, candidate: 1, collateral: 2 };
+  var out = candidates.map(function (c, n) {
+    var role = c.slug === initiating ? "initiating" : collateral.has(c.slug) ? "collateral" : "candidate";
+    var e = entries[c.slug];
+    return { slug: c.slug, title: e.title, url: e.url, confidence: Math.round(Math.min(1, c.score / 10) * 100) / 100,
+             role: role, score: c.score, evidence: c.evidence, _n: n };
+  });
+  out.sort(function (a, b) { return order[a.role] - order[b.role] || a._n - b._n; });
+  out.forEach(function (m) { delete m._n; });
+  return out;
+}
+
+if (typeof module !== "undefined") module.exports = { diagnoseText: diagnoseText };

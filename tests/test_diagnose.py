@@ -1,0 +1,247 @@
+"""`failpedia diagnose`: the Python engine's rules, the command's contract, and its input handling."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import sample_files, valid_entry, write_tree
+from generator.build import load_catalog
+from generator.diagnose import Matcher, diagnose_bytes, matcher_spec, rank_hits
+from generator.pages import fingerprint_data
+from generator.patterns import compile_pattern
+
+REPO = Path(__file__).resolve().parent.parent
+
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB."
+WATCHDOG = "[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9)"
+
+
+def spec_for(root: Path) -> dict:
+    return matcher_spec(fingerprint_data(load_catalog(root)))
+
+
+@pytest.fixture
+def spec(sample: Path) -> dict:
+    return spec_for(sample)
+
+
+def slugs(matches) -> list[tuple[str, str]]:
+    return [(m.slug, m.role) for m in matches]
+
+
+def test_initiating_failure_first_and_its_consequences_collateral(spec) -> None:
+    log = "\n".join(["step 1", f"[rank1]: {OOM}", "noise"] + [f"[rank{r}]:{WATCHDOG[8:]}" for r in (0, 2, 3)]) + "\n"
+    matches = diagnose_bytes(spec, log.encode())
+    # gpu-oom (strong, 6) often_causes nccl-hang (definitive, 10): the cause leads despite its lower score.
+    assert slugs(matches) == [("gpu-oom", "initiating"), ("nccl-hang", "collateral")]
+    assert matches[0].evidence[0].line == 2 and matches[0].evidence[0].rank == 1
+    assert [e.rank for e in matches[1].evidence] == [0, 2, 3]
+    assert matches[0].confidence == 0.6 and matches[1].confidence == 1.0
+
+
+def test_a_watchdog_alone_is_initiating(spec) -> None:
+    assert slugs(diagnose_bytes(spec, (WATCHDOG + "\n").encode())) == [("nccl-hang", "initiating")]
+
+
+def test_nothing_matches_unrelated_logs(spec) -> None:
+    log = b"Traceback (most recent call last):\nModuleNotFoundError: No module named 'flash_attn'\nCUDA memory is fine\n"
+    assert diagnose_bytes(spec, log) == []
+
+
+def near_spec(tmp_path: Path, window: int = 3) -> dict:
+    files = sample_files()
+    files["distributed/ddp-oom.yaml"] = valid_entry(
+        title="DDP OOM", tags=["ddp", "oom"], related=["gpu-oom", "nccl-hang"],
+        fingerprints=[{"pattern": "CUDA out of memory", "near": "Reducer|allreduce", "window": window,
+                       "strength": "strong", "examples": [OOM]}],
+    )
+    return spec_for(write_tree(tmp_path / "entries", files))
+
+
+@pytest.mark.parametrize("before, after, expected", [
+    (["Reducer::prepare"], [], True),            # near evidence 1 line before
+    ([], ["x", "x", "in allreduce"], True),      # 3 lines after: inside the window
+    ([], ["x", "x", "x", "in allreduce"], False),  # 4 lines after: outside
+    (["Reducer", "x", "x", "x"], [], False),     # 4 lines before: outside
+])
+def test_near_window(tmp_path: Path, before, after, expected) -> None:
+    spec = near_spec(tmp_path)
+    log = "\n".join(before + [OOM] + after) + "\n"
+    got = [m.slug for m in diagnose_bytes(spec, log.encode())]
+    assert ("ddp-oom" in got) is expected
+    if expected:  # near-confirmed (6 + 2) outranks the plain OOM entry (6)
+        assert got[0] == "ddp-oom"
+
+
+def test_ansi_codes_and_carriage_returns(spec) -> None:
+    bar = "\r".join(f" {p}%|####      | {p}/100" for p in range(0, 100, 10))
+    log = f"{bar}\r\x1b[1;31m{OOM}\x1b[0m\nnext\n".encode()
+    (m,) = diagnose_bytes(spec, log)
+    assert m.slug == "gpu-oom" and m.evidence[0].text == OOM and m.evidence[0].line == 1
+
+
+def test_chunked_feeding_equals_one_shot(spec) -> None:
+    lines = [f"step {i} loss 0.1" for i in range(3000)]
+    lines[1200] = f"[rank3]: {OOM}"
+    lines[2999] = WATCHDOG
+    data = ("\n".join(lines)).encode()  # no trailing newline: the last line still counts
+    whole = diagnose_bytes(spec, data)
+    rnd = random.Random(7)
+    m = Matcher(spec)
+    pos = 0
+    while pos < len(data):
+        step = rnd.randint(1, 5000)
+        m.feed(data[pos : pos + step])
+        pos += step
+    m.close()
+    assert rank_hits(spec, [m]) == whole
+    assert [e.line for x in whole for e in x.evidence] == [1201, 3000]
+
+
+REAL_SPEC: dict | None = None
+
+
+def real_spec() -> dict:
+    global REAL_SPEC
+    if REAL_SPEC is None:
+        REAL_SPEC = spec_for(REPO / "entries")
+    return REAL_SPEC
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["", " ", "x", "\r", "[rank2]: ", "CUDA", " out of memory", "NCCL", "Watchdog caught ",
+                                 "collective operation timeout", "error", ": ", "0", "Tried to allocate 2.00 GiB"]), max_size=40))
+def test_literal_prefilter_is_exact(parts: list[str]) -> None:
+    """The prefilter finds exactly the lines a full per-segment regex scan finds."""
+    spec = real_spec()
+    line = "".join(parts)
+    m = Matcher(spec)
+    m.feed((line + "\n").encode())
+    m.close()
+    fired = {i for i, s in enumerate(m.state) if s.count or s.pending}
+    naive = set()
+    for i, fp in enumerate(spec["fingerprints"]):
+        if any(compile_pattern(fp["pattern"]).search(seg) for seg in line.split("\r")):
+            naive.add(i)
+    assert fired == naive
+
+
+def test_every_real_example_line_is_found_by_the_prefilter() -> None:
+    spec = real_spec()
+    catalog = load_catalog(REPO / "entries")
+    for slug, rec in catalog.records.items():
+        for fp in rec.entry.fingerprints:
+            for ex in fp.examples:
+                m = Matcher(spec)
+                m.feed((ex + "\n").encode())
+                m.close()
+                idx = [i for i, f in enumerate(spec["fingerprints"]) if f["slug"] == slug and f["pattern"] == fp.pattern]
+                assert any(m.state[i].count or m.state[i].pending for i in idx), (slug, ex)
+
+
+def test_adversarial_lines_finish_quickly() -> None:
+    spec = real_spec()
+    evil = ("CUDA out of memory " + "a" * 200_000 + "\n" + "NCCL " * 100_000 + "\n" + ("Watchdog " + "(" * 5000) + "\n") * 3
+    started = time.perf_counter()
+    diagnose_bytes(spec, evil.encode())
+    assert time.perf_counter() - started < 10
+
+
+# --- the command -----------------------------------------------------------------------------
+
+
+def cli(run_cli, sample: Path, *args: str) -> tuple[int, str, str]:
+    return run_cli("diagnose", "--entries", str(sample), *args)
+
+
+def test_cli_json_contract(run_cli, sample: Path, tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(f"[rank1]: {OOM}\n{WATCHDOG}\n")
+    code, out, _ = cli(run_cli, sample, "--json", str(log))
+    assert code == 0
+    data = json.loads(out)
+    assert [m["slug"] for m in data["matches"]] == ["gpu-oom", "nccl-hang"]
+    first = data["matches"][0]
+    assert set(first) >= {"slug", "title", "url", "confidence", "role", "evidence"}
+    assert first["role"] == "initiating" and first["url"].endswith("/gpu-oom/")
+    assert first["evidence"] == [{"file": str(log), "line": 1, "rank": 1, "text": f"[rank1]: {OOM}"}]
+
+
+def test_cli_text_output_and_top(run_cli, sample: Path, tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(f"[rank1]: {OOM}\n{WATCHDOG}\n")
+    code, out, _ = cli(run_cli, sample, "--top", "1", str(log))
+    assert code == 0
+    assert out.splitlines()[0] == "1. GPU OOM  [initiating, confidence 0.60]"
+    assert f"{log}:1 [rank 1]  [rank1]: {OOM}" in out
+    assert "NCCL hang" not in out
+
+
+def test_cli_no_match_exits_1(run_cli, sample: Path, tmp_path: Path) -> None:
+    log = tmp_path / "ok.log"
+    log.write_text("all good\n")
+    assert cli(run_cli, sample, "--json", str(log))[:2] == (1, '{\n  "matches": []\n}\n')
+
+
+def test_cli_gzip_and_several_files(run_cli, sample: Path, tmp_path: Path) -> None:
+    a = tmp_path / "rank1.log.gz"
+    a.write_bytes(gzip.compress(f"x\n{OOM}\n".encode()))
+    b = tmp_path / "rank0.log"
+    b.write_text(f"{WATCHDOG}\n")
+    code, out, _ = cli(run_cli, sample, "--json", str(b), str(a))
+    data = json.loads(out)
+    assert code == 0 and [(m["slug"], m["role"]) for m in data["matches"]] == [("gpu-oom", "initiating"), ("nccl-hang", "collateral")]
+    assert data["matches"][0]["evidence"][0] == {"file": str(a), "line": 2, "rank": None, "text": OOM}
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda p: None, "cannot read: No such file or directory"),
+    (lambda p: p.write_bytes(b"\x7fELF\x00\x00binary"), "looks like a binary file"),
+    (lambda p: p.write_bytes(b"\x1f\x8bnot really gzip"), "cannot read"),
+])
+def test_cli_bad_input_exits_2(run_cli, sample: Path, tmp_path: Path, setup, message) -> None:
+    log = tmp_path / "bad.log"
+    setup(log)
+    code, out, err = cli(run_cli, sample, str(log))
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_cli_bad_arguments_exit_2(run_cli, sample: Path) -> None:
+    assert cli(run_cli, sample, "--top", "0", "x.log")[0] == 2
+    assert cli(run_cli, sample, "--follow", "-")[0] == 2
+    assert run_cli("diagnose")[0] == 2
+
+
+def test_stdin_and_follow_end_to_end(sample: Path, tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "generator", "diagnose", "--entries", str(sample)]
+    done = subprocess.run([*cmd, "--json", "-"], input=f"{WATCHDOG}\n".encode(), capture_output=True, cwd=REPO, timeout=60)
+    assert done.returncode == 0 and json.loads(done.stdout)["matches"][0]["slug"] == "nccl-hang"
+
+    log = tmp_path / "live.log"
+    log.write_text("starting\n")
+    proc = subprocess.Popen([*cmd, "--follow", str(log)], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("watching")
+        with log.open("a") as f:
+            f.write("step 1\n" + WATCHDOG)  # the job hangs mid-line: no newline yet
+        deadline = time.time() + 30
+        seen = ""
+        while time.time() < deadline and "NCCL hang" not in seen:
+            seen += proc.stdout.readline()
+        assert "1. NCCL hang  [initiating, confidence 1.00]" in seen
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
