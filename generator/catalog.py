@@ -112,16 +112,28 @@ def _entry_tags(parsed: Parsed, path: str, aliases: dict[str, str], problems: li
     return tuple(out)
 
 
+SIMILAR_SCAN = 2_000  # co-tagged entries looked at per entry; keeps large corpora linear
+
+
 def _similar(records: dict[str, Record], by_tag: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
-    """Entries sharing the most tags (rare tags count more), the explicit related links left out."""
+    """Entries sharing the most tags (rare tags count more), the explicit related links left out.
+
+    Tags are visited rarest first and the scan stops after SIMILAR_SCAN co-tagged entries, so a
+    tag carried by thousands of entries costs little and says little."""
     weight = {t: 1.0 / len(s) for t, s in by_tag.items() if s}
     out: dict[str, tuple[str, ...]] = {}
     for slug, rec in records.items():
         scores: Counter[str] = Counter()
-        for t in rec.tags:
-            for other in by_tag[t]:
-                if other != slug:
-                    scores[other] += weight[t]
+        budget = SIMILAR_SCAN
+        for t in sorted(rec.tags, key=lambda t: (len(by_tag[t]), t)):
+            members = by_tag[t][:budget]
+            budget -= len(members)
+            w = weight[t]
+            for other in members:
+                scores[other] += w
+            if budget <= 0:
+                break
+        scores.pop(slug, None)
         skip = set(rec.entry.related) | set(rec.entry.often_causes)
         ranked = sorted((s for s in scores if s not in skip), key=lambda s: (-scores[s], s))
         out[slug] = tuple(ranked[:SIMILAR_COUNT])
@@ -176,10 +188,22 @@ def build_catalog(source: Source) -> Catalog:
     if any(p.severity == "error" for p in problems):
         raise BuildFailed(problems)
 
-    by_tag = {t: tuple(s for s, r in records.items() if t in r.tags) for t in tags}
-    by_category = {c: tuple(s for s, r in records.items() if r.category == c) for c in categories}
-    backlinks = {s: tuple(o for o, r in records.items() if s in r.entry.related) for s in records}
-    caused_by = {s: tuple(o for o, r in records.items() if s in r.entry.often_causes) for s in records}
+    tag_lists: dict[str, list[str]] = {t: [] for t in tags}
+    cat_lists: dict[str, list[str]] = {c: [] for c in categories}
+    back_lists: dict[str, list[str]] = {s: [] for s in records}
+    cause_lists: dict[str, list[str]] = {s: [] for s in records}
+    for slug, rec in records.items():  # sorted by slug, so every list comes out sorted
+        for t in rec.tags:
+            tag_lists[t].append(slug)
+        cat_lists.setdefault(rec.category, []).append(slug)
+        for target in rec.entry.related:
+            back_lists[target].append(slug)
+        for target in rec.entry.often_causes:
+            cause_lists[target].append(slug)
+    by_tag = {t: tuple(v) for t, v in tag_lists.items()}
+    by_category = {c: tuple(cat_lists[c]) for c in categories}
+    backlinks = {s: tuple(v) for s, v in back_lists.items()}
+    caused_by = {s: tuple(v) for s, v in cause_lists.items()}
 
     warnings: list[Problem] = []
     for slug, rec in records.items():

@@ -31,7 +31,10 @@ _STANDARD_TAGS = {
     "tag:yaml.org,2002:seq",
     "tag:yaml.org,2002:timestamp",
 }
-_ANCHOR_HINT = re.compile(r"[&*][^\s,\]}]")
+# An anchor token ('&name') starts a node: after a line start, an indicator or a space. Prose such
+# as 'R&D' does not match; when this matches, an event parse finds the real token. Aliases ('*name')
+# are found structurally: libyaml's composer hands back the same node object twice.
+_ANCHOR_HINT = re.compile(r"(?:^|[\s\[{,:?-])&[^\s,\[\]{}*&]", re.MULTILINE)
 
 Position = tuple[int, int]  # 1-based line, column
 PathKey = tuple[str | int, ...]
@@ -77,9 +80,9 @@ def _decode(raw: bytes) -> str:
     return text.removeprefix("\ufeff")
 
 
-def _find_anchor(text: str) -> None:
+def _find_anchor(text: str, force: bool = False) -> None:
     """Refuse anchors and aliases (billion-laughs); only parses events when the text hints at one."""
-    if not _ANCHOR_HINT.search(text):
+    if not force and ("&" not in text or not _ANCHOR_HINT.search(text)):
         return
     for event in yaml.parse(text, Loader=_Loader):
         if isinstance(event, yaml.AliasEvent):
@@ -97,8 +100,12 @@ class _Walker:
         self.key_positions: dict[PathKey, Position] = {}
         self.constructor = yaml.SafeLoader("")
         self.count = 0
+        self.seen: set[int] = set()
 
     def walk(self, node: yaml.Node, path: PathKey, depth: int) -> Any:
+        if id(node) in self.seen:
+            raise _Shared(node)
+        self.seen.add(id(node))
         self.count += 1
         if self.count > MAX_NODES:
             raise _LoadError(*_pos(node.start_mark), f"too many YAML values (over {MAX_NODES}); split the content")
@@ -160,26 +167,19 @@ def load_yaml(raw: bytes) -> Loaded:
     if root is None:
         raise _LoadError(0, 0, "file holds no YAML document")
     walker = _Walker()
-    seen: set[int] = set()
-    _refuse_shared(root, seen)
-    data = walker.walk(root, (), 0)
+    try:
+        data = walker.walk(root, (), 0)
+    except _Shared as e:
+        _find_anchor(text, force=True)  # raises at the alias itself
+        raise _LoadError(*_pos(e.node.start_mark), "YAML aliases are not allowed; write the value out in full") from None
     return Loaded(data, walker.positions, walker.key_positions)
 
 
-def _refuse_shared(node: yaml.Node, seen: set[int]) -> None:
-    """A node reached twice came from an alias (the hint regex can miss none, but be sure)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            raise _LoadError(*_pos(n.start_mark), "YAML aliases are not allowed; write the value out in full")
-        seen.add(id(n))
-        if isinstance(n, yaml.MappingNode):
-            for k, v in n.value:
-                stack.append(k)
-                stack.append(v)
-        elif isinstance(n, yaml.SequenceNode):
-            stack.extend(n.value)
+class _Shared(Exception):
+    """A node reached twice: it came from an alias."""
+
+    def __init__(self, node: yaml.Node) -> None:
+        self.node = node
 
 
 LoadError = _LoadError

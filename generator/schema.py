@@ -42,7 +42,12 @@ _CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _PLACEHOLDER_RE = re.compile(r"\bTODO\b|<fill in[^>]*>|\bFIXME\b")
 
 
+_SUSPECT_RE = re.compile(_INVISIBLE_RE.pattern + "|" + _CONTROL_RE.pattern + "|" + _PLACEHOLDER_RE.pattern)
+
+
 def _clean_text(value: str) -> str:
+    if not _SUSPECT_RE.search(value):  # one pass for the common, clean case
+        return value
     bad = _INVISIBLE_RE.search(value)
     if bad:
         raise ValueError(
@@ -156,12 +161,12 @@ STRENGTH_SCORE = {Strength.definitive: 10, Strength.strong: 6, Strength.supporti
 class Fingerprint(_Model):
     """Error text a real log shows for this failure; matched by `failpedia diagnose`."""
 
-    pattern: Annotated[str, StringConstraints(min_length=4, max_length=500)]
+    pattern: Annotated[str, StringConstraints(min_length=4, max_length=500), AfterValidator(_clean_text)]
     """A regular expression from the portable subset (see CONTRIBUTING.md): literals, escapes such as
     `\\d \\w \\s \\b \\.`, classes `[...]`, groups `(...)`/`(?:...)`, `|`, and the quantifiers
     `? * + {m,n}`. No lookaround, backreferences, named groups or inline flags; no quantified group that
     contains another quantifier. Matched against one log line at a time, case-sensitively."""
-    near: Annotated[str, StringConstraints(min_length=2, max_length=500)] | None = None
+    near: Annotated[str, StringConstraints(min_length=2, max_length=500), AfterValidator(_clean_text)] | None = None
     """Optional second regex (same subset): the hit only counts when a line within `window` lines
     before or after it matches this too (e.g. `allreduce|Reducer` near a CUDA OOM)."""
     window: Annotated[int, Field(ge=1, le=200)] = 40

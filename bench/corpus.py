@@ -1,0 +1,87 @@
+"""Make a synthetic corpus of N valid entries by cloning and perturbing the real ones.
+
+    python bench/corpus.py --from entries --count 10000 --out /tmp/corpus
+
+The output is laid out like entries/ (registries included), so `failpedia build --entries DIR`
+builds it. Slugs are unique, tags follow a Zipf-like skew (a few tags on most entries, a long
+tail on few), related links point at other generated entries, and every entry is valid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+from pathlib import Path
+
+import yaml
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def _load(path: Path) -> dict:
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+
+
+def make_corpus(source: Path, count: int, out: Path, seed: int = 1) -> int:
+    rnd = random.Random(seed)
+    seeds = []
+    for path in sorted(source.glob("*/*.yaml")):
+        seeds.append((path.parent.name, path.stem, _load(path)))
+    if not seeds:
+        raise SystemExit(f"{source}: no entries found")
+    tags = [t["name"] for t in _load(source / "tags.yaml")["tags"]]
+    # Zipf-like weights: the k-th tag is picked with weight 1/k.
+    order = tags[:]
+    rnd.shuffle(order)
+    weights = [1 / (k + 1) for k in range(len(order))]
+
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    shutil.copy(source / "tags.yaml", out / "tags.yaml")
+    shutil.copy(source / "categories.yaml", out / "categories.yaml")
+
+    plan = []
+    for i in range(count):
+        category, slug, data = seeds[i % len(seeds)]
+        plan.append((category, f"{slug}-{i:06d}" if count > len(seeds) or i >= len(seeds) else slug, data))
+    slugs = [s for _, s, _ in plan]
+    for i, (category, slug, data) in enumerate(plan):
+        entry = dict(data)
+        entry["title"] = f"{data['title']} (case {i})"
+        entry["summary"] = data["summary"] + f" Seen in synthetic case {i}."
+        entry["mechanism"] = data["mechanism"] + f"\n\nSynthetic variant {i}: the same mechanism, reported from another cluster.\n"
+        n_tags = rnd.randint(3, 7)
+        picked = set(data["tags"][:2])
+        while len(picked) < n_tags:
+            picked.add(rnd.choices(order, weights)[0])
+        entry["tags"] = sorted(picked)
+        others = rnd.sample(range(count), k=min(count, 4))
+        entry["related"] = sorted({slugs[j] for j in others if j != i})[:3] or []
+        entry["often_causes"] = [slugs[(i + 1) % count]] if rnd.random() < 0.2 and count > 1 else []
+        faq = list(data.get("faq", []))
+        rnd.shuffle(faq)
+        entry["faq"] = faq
+        folder = out / category
+        folder.mkdir(exist_ok=True)
+        (folder / f"{slug}.yaml").write_text(yaml.dump(entry, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8")
+    return count
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--from", dest="source", default="entries", type=Path, help="the real entries folder")
+    p.add_argument("--count", type=int, required=True, help="how many entries to write")
+    p.add_argument("--out", type=Path, required=True, help="output folder (replaced)")
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args(argv)
+    n = make_corpus(args.source, args.count, args.out, args.seed)
+    print(f"wrote {n} entries to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
