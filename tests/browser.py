@@ -50,6 +50,7 @@ def site_url(real_site: Path) -> Iterator[str]:
     server, url = serve_dir(real_site)
     yield url
     server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,160 @@
+"""Benchmark `failpedia build` on a synthetic corpus, next to Hugo on the same content.
+
+    python bench/run.py --count 10000            # one size
+    python bench/run.py --count 1000,5000,10000  # linear growth
+    python bench/run.py --count 2000 --repeat 3 --skip-hugo
+
+For each size it times, each the median of --repeat runs (peak RSS of the child too):
+cold full build (--no-cache --no-search), no-op rebuild, rebuild after one entry changed, after
+the tag registry changed, after a template changed, the search indexing step alone, and Hugo
+building the same entries converted to Markdown pages with a tags taxonomy. Ratios against Hugo
+are printed, since they hold on a noisy shared machine where seconds do not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from corpus import make_corpus  # noqa: E402
+
+PY = sys.executable
+
+
+def measure(cmd: list[str], cwd: Path | None = None) -> tuple[float, float]:
+    """Run a command; return (wall seconds, peak RSS in MiB of the process tree's largest member)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - started
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.stderr:
+        proc.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"command failed: {' '.join(cmd)}\n{err[-2000:]}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def median_of(repeat: int, prepare, cmd: list[str], cwd: Path | None = None) -> tuple[float, float]:
+    times, rss = [], []
+    for _ in range(repeat):
+        if prepare:
+            prepare()
+        t, r = measure(cmd, cwd)
+        times.append(t)
+        rss.append(r)
+    return statistics.median(times), max(rss)
+
+
+def hugo_project(corpus: Path, root: Path) -> Path:
+    """The same entries as Markdown pages with tags and categories taxonomies."""
+    if root.exists():
+        shutil.rmtree(root)
+    (root / "content").mkdir(parents=True)
+    (root / "layouts/_default").mkdir(parents=True)
+    (root / "config.toml").write_text('baseURL = "http://localhost/"\ntitle = "bench"\n[taxonomies]\n  tag = "tags"\n  category = "categories"\n')
+    (root / "layouts/_default/baseof.html").write_text(
+        "<!DOCTYPE html><html><head><title>{{ .Title }}</title></head><body>{{ block \"main\" . }}{{ end }}</body></html>\n")
+    (root / "layouts/_default/single.html").write_text(
+        '{{ define "main" }}<h1>{{ .Title }}</h1>{{ .Content }}<ul>{{ range .Params.tags }}<li><a href="{{ "tags/" | relURL }}{{ . | urlize }}/">{{ . }}</a></li>{{ end }}</ul>{{ end }}\n')
+    (root / "layouts/_default/list.html").write_text(
+        '{{ define "main" }}<h1>{{ .Title }}</h1><ul>{{ range .Pages }}<li><a href="{{ .RelPermalink }}">{{ .Title }}</a> {{ .Summary }}</li>{{ end }}</ul>{{ end }}\n')
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for path in sorted(corpus.glob("*/*.yaml")):
+        e = yaml.load(path.read_text(), Loader=loader)
+        body = [e["summary"], "", "## Why it happens", e["mechanism"], "## Symptoms"]
+        body += [f"- **{s['signal']}** — {s['why']}" for s in e["symptoms"]]
+        body += ["", "## Fix", e["fix"]["summary"], ""] + [f"1. {s}" for s in e["fix"]["steps"]]
+        for c in e["fix"].get("code", []):
+            body += ["", f"```{c['language']}", c["code"].rstrip(), "```"]
+        body += ["", "## FAQ"] + [f"### {q['q']}\n\n{q['a']}\n" for q in e.get("faq", [])]
+        front = {"title": e["title"], "tags": e["tags"], "categories": [path.parent.name]}
+        (root / "content" / f"{path.stem}.md").write_text("---\n" + yaml.safe_dump(front) + "---\n" + "\n".join(body) + "\n")
+    return root
+
+
+def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool) -> dict[str, tuple[float, float]]:
+    corpus = work / f"corpus-{count}"
+    make_corpus(REPO / "entries", count, corpus)
+    site, cache, templates = work / "site", work / "cache", work / "templates"
+    shutil.copytree(REPO / "templates", templates, dirs_exist_ok=True)
+    base = [PY, "-m", "generator", "build", "--entries", str(corpus), "--out", str(site), "--no-search",
+            "--cache-dir", str(cache), "--templates", str(templates)]
+    results: dict[str, tuple[float, float]] = {}
+
+    def clear_cache() -> None:
+        shutil.rmtree(cache, ignore_errors=True)
+
+    results["cold build (no cache)"] = median_of(repeat, clear_cache, base + ["--no-cache"], REPO)
+    measure(base, REPO)  # fill the cache
+    results["no-op rebuild"] = median_of(repeat, None, base, REPO)
+
+    one = sorted(corpus.glob("*/*.yaml"))[count // 2]
+    original = one.read_text()
+    counter = iter(range(10**6))
+
+    def touch_entry() -> None:
+        one.write_text(original.replace("summary: ", f"summary: Edit {next(counter)}. ", 1))
+
+    results["one entry changed"] = median_of(repeat, touch_entry, base, REPO)
+    tags = corpus / "tags.yaml"
+    tags_text = tags.read_text()
+
+    def touch_tags() -> None:
+        tags.write_text(tags_text.replace("description: ", f"description: Edit {next(counter)}. ", 1))
+
+    results["tag registry changed"] = median_of(repeat, touch_tags, base, REPO)
+    tpl = templates / "entry.html"
+    tpl_text = tpl.read_text()
+
+    def touch_template() -> None:
+        tpl.write_text(tpl_text + f"\n{{# edit {next(counter)} #}}\n")
+
+    results["template changed"] = median_of(repeat, touch_template, base, REPO)
+    results["search indexing alone"] = median_of(
+        repeat, None, [PY, "-c", f"from generator.searchindex import run_pagefind; from pathlib import Path; run_pagefind(Path({str(site)!r}), expected_pages=0)"], REPO
+    )
+    if not skip_hugo and shutil.which("hugo"):
+        project = hugo_project(corpus, work / "hugo")
+        out = work / "hugo-public"
+        results["hugo build"] = median_of(repeat, lambda: shutil.rmtree(out, ignore_errors=True),
+                                          ["hugo", "--quiet", "-s", str(project), "-d", str(out)])
+        pages = sum(1 for _ in out.rglob("index.html"))
+        print(f"  hugo wrote {pages} pages", file=sys.stderr)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--count", default="10000", help="entries, or a comma-separated list of sizes")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--skip-hugo", action="store_true")
+    p.add_argument("--workdir", type=Path, default=None)
+    args = p.parse_args(argv)
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="failpedia-bench-"))
+    print(f"cores: {os.cpu_count()}; work dir: {work}", file=sys.stderr)
+    for count in [int(c) for c in args.count.split(",")]:
+        print(f"== {count} entries, median of {args.repeat} ==", file=sys.stderr)
+        results = bench_size(count, args.repeat, work, args.skip_hugo)
+        hugo = results.get("hugo build")
+        print(f"\n{count:,} entries")
+        print(f"{'step':28} {'seconds':>9} {'peak RSS MiB':>13} {'vs hugo':>8}")
+        for name, (sec, rss) in results.items():
+            ratio = f"{sec / hugo[0]:.2f}" if hugo else "-"
+            print(f"{name:28} {sec:9.2f} {rss:13.0f} {ratio:>8}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
