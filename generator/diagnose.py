@@ -10,7 +10,9 @@ the browser one. Both follow the same rules, step by step:
 2. Candidate lines come from a substring search for each pattern's required literals; the
    regex then runs on each segment of those lines only (identical to a full scan).
 3. A fingerprint with `near` counts a hit only when a line within `window` lines before or
-   after it matches `near`.
+   after it matches `near`. A numeric fingerprint (`rising`, `share_above`) counts a hit only
+   once its captured numbers (plain decimals) rose on `times` lines in a row, or showed a
+   part/whole share of at least `share_above` on `times` lines.
 4. An entry's score is the sum, over its fingerprints that fired, of the strength score
    (definitive 10, strong 6, supporting 2), plus 2 when the hit was confirmed by `near`.
    Entries scoring at least `MIN_SCORE` are candidates. Confidence = min(1, score / 10).
@@ -94,6 +96,17 @@ class _FpState:
     evidence: list[Evidence] = field(default_factory=list)
     last_near: int = -(10**12)
     pending: list[Evidence] = field(default_factory=list)
+    previous: float | None = None  # numeric fingerprints: the last captured value
+    streak: int = 0  # rising: lines in a row whose value rose
+    good: int = 0  # share_above: lines whose share was high enough
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?", re.ASCII)
+
+
+def _number(text: str | None) -> float | None:
+    """A captured number, or None: only plain decimals, which both engines parse alike."""
+    return float(text) if text is not None and _NUMBER.fullmatch(text) else None
 
 
 @dataclass(frozen=True)
@@ -197,9 +210,35 @@ class Matcher:
             if rx is not None and any(rx.search(s) for s in segments):
                 self._near(i, number)
         for i in sorted(i for kind, i in targets if kind == 0):
-            seg = next((s for s in segments if self.patterns[i].search(s)), None)
-            if seg is not None:
-                self._hit(i, Evidence(self.file, number, rank, seg.strip()[:EVIDENCE_CHARS]))
+            found = next((m for m in map(self.patterns[i].search, segments) if m), None)
+            if found is None:
+                continue
+            ev = Evidence(self.file, number, rank, found.string.strip()[:EVIDENCE_CHARS])
+            if self.fps[i].get("rising") or self.fps[i].get("share_above"):
+                self._numeric(i, found, ev)
+            else:
+                self._hit(i, ev)
+
+    def _numeric(self, i: int, found: re.Match[str], ev: Evidence) -> None:
+        """Rule 3b: a numeric fingerprint fires once its numbers behave as declared."""
+        fp, st = self.fps[i], self.state[i]
+        groups = found.groups()
+        if fp.get("rising"):
+            value = _number(groups[0] if groups else None)
+            if value is None:
+                return
+            st.streak = st.streak + 1 if st.previous is not None and value > st.previous else 1
+            st.previous = value
+            if st.streak >= fp["times"]:
+                self._confirm(i, ev, near=False)
+            return
+        whole = _number(groups[0] if len(groups) > 0 else None)
+        part = _number(groups[1] if len(groups) > 1 else None)
+        if whole is None or part is None or whole <= 0 or part / whole < fp["share_above"]:
+            return
+        st.good += 1
+        if st.good >= fp["times"]:
+            self._confirm(i, ev, near=False)
 
     def _near(self, i: int, number: int) -> None:
         st = self.state[i]
@@ -393,7 +432,8 @@ def _follow(spec: dict[str, Any], path: str, base_url: str, args: Any) -> int:
             # No new data: match the unterminated last line too, without consuming it.
             probe = Matcher(spec, path)
             probe.state = [
-                _FpState(s.count, s.near_confirmed, list(s.evidence), s.last_near, list(s.pending)) for s in m.state
+                _FpState(s.count, s.near_confirmed, list(s.evidence), s.last_near, list(s.pending), s.previous, s.streak, s.good)
+                for s in m.state
             ]
             probe.line_base = m.line_base
             if m.carry:

@@ -24,7 +24,8 @@ _CLASS_ESCAPES = set("dDwWsS")
 _ASSERT_ESCAPES = set("bB")
 _SIMPLE_ESCAPES = set("tnrfv0")
 _PUNCT = set(r"\.^$|?*+()[]{}/-_:;,'\"!@#%&=<>~`")
-_MAX_UNBOUNDED = 4
+_MAX_UNBOUNDED = 12
+_MAX_WILD = 2  # unbounded repeats of '.', \S, \W, \D or [^...]: the source of polynomial blow-ups
 
 
 class _Bad(Exception):
@@ -38,6 +39,7 @@ class _Parser:
         self.s = text
         self.i = 0
         self.unbounded = 0
+        self.wild = 0
 
     def peek(self) -> str:
         return self.s[self.i] if self.i < len(self.s) else ""
@@ -62,8 +64,18 @@ class _Parser:
     def sequence(self, depth: int) -> tuple[bool, bool]:
         has_q = has_alt = False
         while self.peek() and self.peek() not in "|)":
+            start = self.i
             inner_q, inner_alt, quantifiable = self.atom(depth)
+            atom = self.s[start : self.i]
+            before = self.unbounded
             quant = self.quantifier()
+            if self.unbounded > before and (atom in (".", "\\S", "\\W", "\\D") or atom.startswith("[^")):
+                self.wild += 1
+                if self.wild > _MAX_WILD:
+                    raise self.error(
+                        f"more than {_MAX_WILD} unbounded wildcards such as '.*' (slow on long lines); "
+                        "use a bounded repeat like '.{0,80}' or a literal"
+                    )
             if quant is not None:
                 if not quantifiable:
                     raise self.error("quantifier after an anchor or nothing")

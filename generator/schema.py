@@ -173,6 +173,15 @@ class Fingerprint(_Model):
     """How many lines before and after the hit `near` may be found in."""
     strength: Strength = Strength.strong
     """definitive, strong or supporting: how much one hit says on its own."""
+    rising: bool = False
+    """For failures whose only sign is a number (e.g. memory that grows every step): the pattern's
+    first group captures a number, and the fingerprint fires once that number has risen on `times`
+    matching lines in a row."""
+    share_above: Annotated[float, Field(gt=0, le=1)] | None = None
+    """For ratios (e.g. data-loading time within step time): the first group captures the whole,
+    the second a part; the fingerprint fires once part / whole is at least this on `times` lines."""
+    times: Annotated[int, Field(ge=2, le=100)] = 5
+    """How many matching lines `rising` or `share_above` need."""
     examples: Annotated[list[Line], Field(min_length=1, max_length=10)]
     """Real log lines that `pattern` must match (checked by `failpedia check`); copy them from a
     real log or the source that prints them."""

@@ -7,6 +7,7 @@ Pure apart from nothing: takes bytes and a display path, returns values. Cross-e
 from __future__ import annotations
 
 import difflib
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Any, TypeVar, get_args, get_origin
@@ -21,6 +22,7 @@ from .schema import Category, Entry, Language, Tag
 __all__ = ["Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "suggest"]
 
 M = TypeVar("M", bound=BaseModel)
+_PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 @dataclass(frozen=True)
@@ -150,8 +152,19 @@ def _check_fingerprints(entry: Entry, loaded: Loaded, path: str) -> list[Problem
         if bad:
             continue
         rx = compile_pattern(fp.pattern)
+        numeric = _check_numeric(fp, rx.groups)
+        if numeric:
+            line, col = loaded.where(("fingerprints", i))
+            out.append(Problem(path, line, col, f"fingerprints[{i}]: {numeric}"))
+            continue
         for j, example in enumerate(fp.examples):
-            if not rx.search(example[:MAX_LINE]):
+            found = rx.search(example[:MAX_LINE])
+            if found and (fp.rising or fp.share_above) and not all(
+                g is not None and _PLAIN_NUMBER.fullmatch(g) for g in found.groups()[: 1 if fp.rising else 2]
+            ):
+                line, col = loaded.where(("fingerprints", i, "examples", j))
+                out.append(Problem(path, line, col, f"fingerprints[{i}].examples[{j}]: the captured groups must be plain numbers like 12 or 3.5"))
+            if not found:
                 line, col = loaded.where(("fingerprints", i, "examples", j))
                 out.append(
                     Problem(
@@ -161,6 +174,18 @@ def _check_fingerprints(entry: Entry, loaded: Loaded, path: str) -> list[Problem
                     )
                 )
     return out
+
+
+def _check_numeric(fp: Any, groups: int) -> str | None:
+    if fp.rising and fp.share_above is not None:
+        return "use either rising or share_above, not both"
+    if (fp.rising or fp.share_above is not None) and fp.near:
+        return "a numeric fingerprint (rising/share_above) cannot also use near"
+    if fp.rising and groups < 1:
+        return "rising needs a group in the pattern that captures the number, e.g. 'allocated (\\d+\\.\\d+) GiB'"
+    if fp.share_above is not None and groups < 2:
+        return "share_above needs two groups: the whole first, then the part, e.g. 'Time (\\d+\\.\\d+).*Data (\\d+\\.\\d+)'"
+    return None
 
 
 def _check_code(entry: Entry, loaded: Loaded, path: str) -> list[Problem]:

@@ -83,6 +83,56 @@ def test_near_window(tmp_path: Path, before, after, expected) -> None:
         assert got[0] == "ddp-oom"
 
 
+def numeric_spec(tmp_path: Path, **fp) -> dict:
+    files = sample_files()
+    files["memory/gpu-oom.yaml"] = valid_entry(
+        title="GPU OOM", related=["ddp-oom"], often_causes=["nccl-hang"],
+        fingerprints=[{"strength": "strong", **fp}],
+    )
+    return spec_for(write_tree(tmp_path / "entries", files))
+
+
+@pytest.mark.parametrize("values, fires, line", [
+    ([1, 2, 3, 4], True, 4),
+    ([1, 2, 3], False, 0),           # too few rises
+    ([1, 2, 2, 3, 4], False, 0),     # a repeat resets the streak
+    ([5, 1, 2, 3, 9], True, 5),      # the streak may start anywhere
+])
+def test_rising_fingerprint(tmp_path: Path, values, fires, line) -> None:
+    spec = numeric_spec(tmp_path, pattern=r"mem allocated (\d+\.\d+) GiB", rising=True, times=4,
+                        examples=["step 1 mem allocated 1.50 GiB"])
+    log = "".join(f"step {i} mem allocated {v}.00 GiB\n" for i, v in enumerate(values))
+    got = diagnose_bytes(spec, log.encode())
+    assert bool(got) is fires
+    if fires:
+        assert got[0].evidence[0].line == line
+
+
+@pytest.mark.parametrize("pairs, fires", [
+    ([(1.0, 0.6)] * 3, True),
+    ([(1.0, 0.6)] * 2 + [(1.0, 0.1)] * 5, False),
+    ([(0.0, 0.6)] * 5, False),    # a zero whole never counts
+])
+def test_share_above_fingerprint(tmp_path: Path, pairs, fires) -> None:
+    spec = numeric_spec(tmp_path, pattern=r"Time (\d+\.\d+) Data (\d+\.\d+)", share_above=0.5, times=3,
+                        examples=["Time 1.0 Data 0.9"])
+    log = "".join(f"Time {w} Data {p}\n" for w, p in pairs)
+    assert bool(diagnose_bytes(spec, log.encode())) is fires
+
+
+def test_numeric_fingerprints_are_checked(run_cli, tmp_path: Path) -> None:
+    files = sample_files()
+    files["memory/gpu-oom.yaml"] = valid_entry(fingerprints=[
+        {"pattern": r"mem allocated \d+ GiB", "rising": True, "examples": ["mem allocated 3 GiB"]},
+        {"pattern": r"Time (\d+) Data (\w+)", "share_above": 0.5, "examples": ["Time 3 Data x"]},
+    ], related=["ddp-oom"])
+    root = write_tree(tmp_path / "entries", files)
+    code, out, _ = run_cli("check", "--entries", str(root))
+    assert code == 1
+    assert "fingerprints[0]: rising needs a group in the pattern that captures the number" in out
+    assert "fingerprints[1].examples[0]: the captured groups must be plain numbers like 12 or 3.5" in out
+
+
 def test_ansi_codes_and_carriage_returns(spec) -> None:
     bar = "\r".join(f" {p}%|####      | {p}/100" for p in range(0, 100, 10))
     log = f"{bar}\r\x1b[1;31m{OOM}\x1b[0m\nnext\n".encode()
@@ -141,6 +191,8 @@ def test_every_real_example_line_is_found_by_the_prefilter() -> None:
     catalog = load_catalog(REPO / "entries")
     for slug, rec in catalog.records.items():
         for fp in rec.entry.fingerprints:
+            if fp.rising or fp.share_above:
+                continue  # numeric: fires only over several lines (test_numeric_fingerprints)
             for ex in fp.examples:
                 m = Matcher(spec)
                 m.feed((ex + "\n").encode())

@@ -11,7 +11,24 @@ function diagnoseText(spec, text, file) {
   var rankRes = rules.rank_patterns.map(function (p) { return new RegExp(p); });
   var patterns = fps.map(function (fp) { return new RegExp(fp.pattern); });
   var nears = fps.map(function (fp) { return fp.near ? new RegExp(fp.near) : null; });
-  var state = fps.map(function () { return { count: 0, near: false, evidence: [], lastNear: -1e12, pending: [] }; });
+  var state = fps.map(function () { return { count: 0, near: false, evidence: [], lastNear: -1e12, pending: [], previous: null, streak: 0, good: 0 }; });
+  var plainNumber = /^-?\d+(?:\.\d+)?$/;
+  function toNumber(text) { return typeof text === "string" && plainNumber.test(text) ? parseFloat(text) : null; }
+  function onNumeric(i, m, ev) {
+    var fp = fps[i], st = state[i];
+    if (fp.rising) {
+      var value = toNumber(m[1]);
+      if (value === null) return;
+      st.streak = st.previous !== null && value > st.previous ? st.streak + 1 : 1;
+      st.previous = value;
+      if (st.streak >= fp.times) confirm(i, ev, false);
+      return;
+    }
+    var whole = toNumber(m[1]), part = toNumber(m[2]);
+    if (whole === null || part === null || whole <= 0 || part / whole < fp.share_above) return;
+    st.good += 1;
+    if (st.good >= fp.times) confirm(i, ev, false);
+  }
 
   // literal -> [[kind, fp index]]
   var literals = new Map();
@@ -85,8 +102,12 @@ function diagnoseText(spec, text, file) {
       if (rx && segments.some(function (s) { return rx.test(s); })) onNear(i, number);
     });
     patIdx.forEach(function (i) {
-      var seg = segments.find(function (s) { return patterns[i].test(s); });
-      if (seg !== undefined) onHit(i, { file: file, line: number, rank: rank, text: seg.trim().slice(0, rules.evidence_chars) });
+      var found = null;
+      for (var k = 0; k < segments.length && !found; k++) found = patterns[i].exec(segments[k]);
+      if (!found) return;
+      var ev = { file: file, line: number, rank: rank, text: found.input.trim().slice(0, rules.evidence_chars) };
+      if (fps[i].rising || fps[i].share_above) onNumeric(i, found, ev);
+      else onHit(i, ev);
     });
   });
 

@@ -1,0 +1,108 @@
+"""The /diagnose/ page and the browser engine, in real headless Chromium."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from browser import *  # noqa: F403
+from generator.diagnose import Matcher, rank_hits
+from logsets import labelled_logs
+
+OOM_LINE = "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.15 GiB of which 1.20 GiB is free."
+
+
+@pytest.fixture
+def diagnose_page(browser, site_url: str):
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(site_url + "diagnose/")
+    page.wait_for_selector("#diagnose-form[data-ready=true]")
+    yield page
+    assert errors == []
+    ctx.close()
+
+
+def wait_done(page, count: int = 1) -> None:
+    page.wait_for_function(f"Number(document.querySelector('#diagnose-form').dataset.done || 0) >= {count}", timeout=60_000)
+
+
+def test_pasted_log_is_matched_without_any_network_request(diagnose_page) -> None:
+    page = diagnose_page
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    hostile = '<img src=x onerror="document.title=\'pwned\'"> <script>document.title="pwned"</script>'
+    page.fill("#log-text", f"step 10 loss 2.1 {hostile}\n{OOM_LINE} {hostile}\n")
+    page.click("#diagnose-form button[type=submit]")
+    wait_done(page)
+    assert requests == []
+    first = page.locator(".match").first
+    assert first.get_attribute("data-role") == "initiating"
+    evidence = first.locator(".evidence").inner_text()
+    assert "line 2 [rank 1]" in evidence and "<img src=x" in evidence
+    assert page.locator("#diagnose-results img, #diagnose-results script").count() == 0
+    assert page.title() != "pwned"
+    top = page.locator(".top-match")
+    assert "Recommended fix:" in top.inner_text()
+    assert top.locator("a").get_attribute("href").endswith("/")
+
+
+def test_no_match_state(diagnose_page) -> None:
+    page = diagnose_page
+    page.fill("#log-text", "ModuleNotFoundError: No module named 'wandb'\n")
+    page.click("#diagnose-form button[type=submit]")
+    page.wait_for_function("document.querySelector('#diagnose-status').textContent.startsWith('No known failure')")
+    assert page.locator(".match").count() == 0
+
+
+def test_dropped_gzip_file_and_a_large_log_keep_the_page_responsive(diagnose_page, tmp_path: Path) -> None:
+    page = diagnose_page
+    gz = tmp_path / "train.log.gz"
+    gz.write_bytes(gzip.compress(f"noise\n{OOM_LINE}\n".encode()))
+    page.set_input_files("#log-file", str(gz))
+    wait_done(page, 1)
+    assert page.locator(".match").count() >= 1
+
+    big = tmp_path / "big.log"
+    line = "2024-05-01 12:00:00 | INFO | step 123456 | loss 1.2345 | lr 3.0e-4 | tokens/s 12345.6 | grad_norm 0.87\n"
+    with big.open("w") as f:
+        for _ in range(50 * 1024 * 1024 // len(line)):
+            f.write(line)
+        f.write(OOM_LINE + "\n")
+    page.set_input_files("#log-file", str(big))
+    # While the worker matches 50 MB, the page answers immediately.
+    started = time.perf_counter()
+    for _ in range(5):
+        page.evaluate("1 + 1")
+    assert time.perf_counter() - started < 2
+    wait_done(page, 2)
+    assert page.locator(".match").first.get_attribute("data-slug") is not None
+    assert "line " in page.locator(".evidence").first.inner_text()
+
+
+def test_browser_engine_ranks_every_test_log_like_python(browser, site_url: str, real_site: Path) -> None:
+    """Parity: one matcher definition, two engines, the same ranking and evidence."""
+    spec = json.loads((real_site / "api/fingerprints.json").read_text())
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    page.goto(site_url + "diagnose/")
+    page.add_script_tag(url=site_url + "static/diagnose-engine.js")
+    page.evaluate("spec => { window.__spec = spec; }", spec)
+    compared = 0
+    for log in labelled_logs():
+        data = log.path.read_bytes()
+        m = Matcher(spec, log.name)
+        m.feed(data)
+        m.close()
+        py = [x.as_json() for x in rank_hits(spec, [m])]
+        js = page.evaluate("([t, n]) => diagnoseText(window.__spec, t, n)", [data.decode("utf-8", "replace"), log.name])
+        assert js == py, log.name
+        compared += 1
+    assert compared >= 25
+    ctx.close()
