@@ -18,7 +18,17 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 REPO = Path(__file__).resolve().parent.parent
 
-__all__ = ["browser", "real_site", "serve_dir", "site_url"]
+__all__ = ["browser", "real_site", "serve_dir", "site_url", "wait_until"]
+
+
+def wait_until(page: object, expression: str, timeout: float = 60) -> None:
+    """Poll an expression from Python: the pages' CSP forbids the eval behind wait_for_function."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, f"timed out waiting for {expression}"
+        time.sleep(0.05)
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

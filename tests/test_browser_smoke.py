@@ -20,7 +20,7 @@ def test_entry_page_has_no_console_errors_and_enhancements_work(browser, site_ur
     assert page.locator(".code-example:not([hidden])").count() == 1
     # copy button puts the code on the clipboard
     page.locator(".code-example:not([hidden]) button.copy").first.click()
-    page.wait_for_function("[...document.querySelectorAll('button.copy')].some(b => b.textContent === 'Copied')")
+    wait_until(page, "[...document.querySelectorAll('button.copy')].some(b => b.textContent === 'Copied')")
     copied = page.evaluate("navigator.clipboard.readText()")
     assert copied.strip() == page.locator(".code-example:not([hidden]) pre").first.inner_text().strip()
     # dark-mode toggle persists across a reload, without JS flash

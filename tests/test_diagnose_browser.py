@@ -23,14 +23,14 @@ def diagnose_page(browser, site_url: str):
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(site_url + "diagnose/")
-    page.wait_for_selector("#diagnose-form[data-ready=true]")
+    wait_until(page, "document.querySelector('#diagnose-form').dataset.ready === 'true'")
     yield page
     assert errors == []
     ctx.close()
 
 
 def wait_done(page, count: int = 1) -> None:
-    page.wait_for_function(f"Number(document.querySelector('#diagnose-form').dataset.done || 0) >= {count}", timeout=60_000)
+    wait_until(page, f"Number(document.querySelector('#diagnose-form').dataset.done || 0) >= {count}")
 
 
 def test_pasted_log_is_matched_without_any_network_request(diagnose_page) -> None:
@@ -57,7 +57,7 @@ def test_no_match_state(diagnose_page) -> None:
     page = diagnose_page
     page.fill("#log-text", "ModuleNotFoundError: No module named 'wandb'\n")
     page.click("#diagnose-form button[type=submit]")
-    page.wait_for_function("document.querySelector('#diagnose-status').textContent.startsWith('No known failure')")
+    wait_until(page, "document.querySelector('#diagnose-status').textContent.startsWith('No known failure')")
     assert page.locator(".match").count() == 0
 
 
