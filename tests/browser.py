@@ -1,6 +1,7 @@
 """Real-browser fixtures: the built site served on 127.0.0.1 and Debian's headless Chromium.
 
-Import these fixtures into a test module with `from browser import *`.
+The fixtures (`real_site`, `site_url`, `browser`) are available to every test through conftest.py;
+`from browser import *` brings the helpers (`wait_until`, `serve_dir`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 REPO = Path(__file__).resolve().parent.parent
 
-__all__ = ["browser", "real_site", "serve_dir", "site_url", "wait_until"]
+# Fixtures are registered once, in conftest.py (a session fixture imported into two modules would
+# start two Playwright instances); `from browser import *` brings only the helpers.
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "REPO", "serve_dir", "wait_until"]
 
 
 def wait_until(page: object, expression: str, timeout: float = 60) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from browser import browser, real_site, site_url  # noqa: F401  (session fixtures, registered once)
+
 TAGS = {
     "tags": [
         {"name": "ddp", "description": "DistributedDataParallel and its gradient buckets.", "aliases": ["distributed-data-parallel"]},
