@@ -23,9 +23,39 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def _gh_escape(text: str, prop: bool = False) -> str:
+    """Escape a GitHub workflow-command value (and, in a property, ':' and ',')."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def _repo_path(path: str) -> str:
+    """Annotations need paths relative to the checkout: make absolute ones under the cwd relative."""
+    p = Path(path)
+    if p.is_absolute():
+        try:
+            return p.relative_to(Path.cwd()).as_posix()
+        except ValueError:
+            return path
+    return path
+
+
+def _github(p: Problem) -> str:
+    props = f"file={_gh_escape(_repo_path(p.path), prop=True)}"
+    if p.line:
+        props += f",line={p.line},col={p.col or 1}"
+    return f"::{p.severity} {props}::{_gh_escape(p.message)}"
+
+
 def _print_problems(problems: Sequence[Problem], fmt: str = "text") -> None:
     for p in sorted(problems):
-        print(p)
+        print(_github(p) if fmt == "github" else p)
+
+
+def _print_json(problems: Sequence[Problem], entries: int) -> None:
+    items = [{"path": p.path, "line": p.line, "col": p.col, "severity": p.severity, "message": p.message} for p in sorted(problems)]
+    errors = sum(p.severity == "error" for p in problems)
+    print(json.dumps({"entries": entries, "errors": errors, "warnings": len(problems) - errors, "problems": items}, indent=2))
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -37,11 +67,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         catalog = build_catalog(source)
     except BuildFailed as e:
-        _print_problems(e.problems)
+        if args.format == "json":
+            _print_json(e.problems, count)
+            return 1
+        _print_problems(e.problems, args.format)
         errors = sum(p.severity == "error" for p in e.problems)
         print(f"{count} entries, {errors} error{'s' * (errors != 1)}")
         return 1
-    _print_problems(catalog.warnings)
+    if args.format == "json":
+        _print_json(catalog.warnings, count)
+        return 0
+    _print_problems(catalog.warnings, args.format)
     warnings = len(catalog.warnings)
     print(f"{count} entries, 0 errors, {warnings} warning{'s' * (warnings != 1)}")
     return 0
@@ -78,6 +114,10 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="validate every entry and print every problem")
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument(
+        "--format", choices=("text", "github", "json"), default="text",
+        help="text: path:line:col: message; github: workflow annotations (::error file=...); json: one document for tools",
+    )
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("build", help="check the entries, then render the site")
