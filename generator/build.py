@@ -11,6 +11,7 @@ from pathlib import Path
 from .catalog import Catalog, build_catalog
 from .config import Config
 from .gitdates import git_dates
+from .indexer import run_pagefind
 from .markdown import pygments_css
 from .pages import plan_pages
 from .problems import Problem
@@ -34,7 +35,8 @@ def load_catalog(entries: Path) -> Catalog:
     return build_catalog(read_source(entries))
 
 
-def build(entries: Path, out: Path, config: Config, templates: Path = TEMPLATES) -> BuildResult:
+def build(entries: Path, out: Path, config: Config, templates: Path = TEMPLATES, search: bool = True) -> BuildResult:
+    """The whole pipeline; `search=False` skips the Pagefind index (the search page finds nothing)."""
     catalog = load_catalog(entries)
     pages = plan_pages(catalog, config, git_dates(entries))
     renderer = Renderer(config, templates)
@@ -45,6 +47,8 @@ def build(entries: Path, out: Path, config: Config, templates: Path = TEMPLATES)
         for path, data in static_files(templates):
             writer.add(path, data)
         writer.add("static/pygments.css", pygments_css())
+        if search and catalog.records:
+            run_pagefind(writer.tmp, expected_pages=len(catalog.records))
     except BaseException:
         writer.abort()
         raise

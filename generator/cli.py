@@ -120,6 +120,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_check)
 
+    p = sub.add_parser("serve", help="build, serve on localhost, rebuild on changes and reload the browser")
+    p.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000; 0 picks a free one)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--out", default="site", metavar="DIR", help="output folder (default: site)")
+    p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
+    p.add_argument("--templates", default=None, metavar="DIR", help=argparse.SUPPRESS)
+    p.set_defaults(func=_lazy("serve", "cmd_serve"))
+
     p = sub.add_parser("build", help="check the entries, then render the site")
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
     p.add_argument("--out", default="site", metavar="DIR", help="output folder (default: site)")

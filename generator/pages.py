@@ -18,6 +18,8 @@ from .catalog import Catalog, Record
 from .config import Config
 from .diagnose import matcher_spec
 from .schema import STACK_NAMES, STRENGTH_SCORE, entry_json_schema
+from .search import SearchIndex
+from .searchindex import search_doc, search_files, tag_pairs
 
 __all__ = ["Page", "entry_data", "fingerprint_data", "plan_pages"]
 
@@ -174,8 +176,11 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         {"categories": categories, "tags": used_tags, "entries": [cards[s] for s in all_slugs], "title": None},
         all_slugs,
     )
+    sindex = SearchIndex.build(catalog)
+    pairs = tag_pairs(catalog)
     for slug, rec in catalog.records.items():
         ctx = _entry_context(catalog, rec, config, dates)
+        ctx["search_doc"] = search_doc(sindex, rec, catalog.categories[rec.category].title)
         linked = (slug, *rec.entry.related, *rec.entry.often_causes, *catalog.caused_by[slug], *catalog.backlinks[slug], *catalog.similar[slug])
         add(f"{slug}/index.html", "entry.html", {"title": rec.entry.title, "description": rec.entry.summary, **ctx}, tuple(sorted(set(linked))))
     add("tags/index.html", "tags.html", {"title": "All tags", "tags": [{"name": t, "count": n, "description": catalog.tags[t].description} for t, n in used_tags]}, all_slugs)
@@ -184,9 +189,28 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         add(
             f"tags/{t}/index.html",
             "tag.html",
-            {"title": f"#{t}", "tag": tag, "entries": [cards[s] for s in slugs], "description": tag.description},
+            {
+                "title": f"#{t}", "tag": tag, "entries": [cards[s] for s in slugs], "description": tag.description,
+                "pairs": [{"other": p.b if p.a == t else p.a, "url": tag_url(p.name), "count": len(p.slugs)} for p in pairs if t in (p.a, p.b)],
+            },
             slugs,
         )
+    for pair in pairs:
+        add(
+            f"tags/{pair.name}/index.html",
+            "tag-pair.html",
+            {"title": f"#{pair.a} + #{pair.b}", "a": catalog.tags[pair.a], "b": catalog.tags[pair.b], "entries": [cards[s] for s in pair.slugs],
+             "description": f"Entries tagged both #{pair.a} and #{pair.b}."},
+            pair.slugs,
+        )
+    add(
+        "search/index.html",
+        "search.html",
+        {"title": "Search", "description": "Search every entry by words, #tags, identifiers or a pasted error line.",
+         "tags": [{"name": t, "count": n} for t, n in used_tags if n], "pairs": [{"name": p.name, "url": tag_url(p.name), "count": len(p.slugs)} for p in pairs]},
+        all_slugs,
+        sitemap=False,
+    )
     add(
         "diagnose/index.html",
         "diagnose.html",
@@ -233,6 +257,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     )
     pages.append(Page("api/entries.json", body=_json({"entries": [entry_data(catalog, r) for r in catalog.records.values()]}), entries=all_slugs))
     pages.append(Page("api/fingerprints.json", body=_json(matcher_spec(fingerprint_data(catalog))), entries=all_slugs))
+    pages.extend(Page(path, body=body, entries=all_slugs) for path, body in search_files(catalog))
     pages.append(Page("schema/entry.json", body=json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"))
     return pages
 

@@ -1,0 +1,382 @@
+"""Search: a query (free text and #tags) → ranked entries of the catalog; `failpedia search`.
+
+The query language, shared with the browser (templates/static/search.js follows the same rules):
+
+- `#tag` tokens filter: an entry must carry every one (`#ddp #oom`); aliases resolve through the
+  tag registry (`#out-of-memory` → `oom`). An unknown tag is an error with a suggestion.
+- The remaining words rank the entries that carry every word (title and quick answer weigh most,
+  then tags, symptoms and fingerprint example lines, then the body). A word no entry contains is
+  ignored, so a pasted log line still finds something.
+- Identifiers (`NCCL_BUFFSIZE`, `torch.cuda.OutOfMemoryError`, `c10::DistBackendError`,
+  `-9`, `--nproc_per_node`) match whole and exactly (case-insensitively), never split into parts.
+  A dotted or `::` path also matches its shorter runs (`OutOfMemoryError` finds
+  `torch.OutOfMemoryError`).
+- A pasted error line is matched against every fingerprint; the entry whose fingerprint it is
+  ranks first (a fingerprint whose `near` evidence is missing counts for less).
+
+Pure functions over a `Catalog`, plus `cmd_search`, the CLI command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import math
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .catalog import Catalog, Record, normalize_tag
+from .patterns import MAX_LINE, compile_pattern
+from .problems import BuildFailed, FailpediaError, UsageError
+from .schema import STRENGTH_SCORE
+
+__all__ = [
+    "Hit",
+    "Query",
+    "SearchIndex",
+    "cmd_search",
+    "entry_texts",
+    "id_token",
+    "identifier_variants",
+    "identifiers",
+    "is_identifier",
+    "parse_query",
+    "search",
+    "suggest_tags",
+]
+
+MAX_IDENTIFIER = 80
+# Field weights: the title and quick answer decide most of the ranking (the browser gives
+# Pagefind the same emphasis).
+WEIGHTS = {"title": 10.0, "summary": 5.0, "tags": 4.0, "symptoms": 3.0, "body": 1.0}
+FINGERPRINT_BOOST = 10.0  # a confident fingerprint hit outranks any amount of word matching
+CONFIDENT = 6  # strong or definitive, with its `near` evidence: the pasted text names the entry
+NEAR_MISSING = 0.3  # a hit whose `near` evidence is not in the pasted text counts this much
+
+_TOKEN_RE = re.compile(r"[A-Za-z0-9_.:/=\-]+")
+_JOINED_RE = re.compile(r"[A-Za-z0-9][.:/=]+[A-Za-z0-9]")
+_CAMEL_RE = re.compile(r"[a-z][A-Z]")
+_SEP_RE = re.compile(r"([.:/=]+)")
+_WORD_RE = re.compile(r"[a-z0-9]+")
+_ESCAPES = {"q": "qq", "_": "qu", ".": "qd", "-": "qh", ":": "qc", "/": "qs", "=": "qe"}
+
+
+# --- Identifiers ------------------------------------------------------------------------------
+
+
+def _clean(token: str) -> str:
+    token = token.rstrip(".:/=-").lstrip(".:/=")
+    if token.startswith("-") and not re.match(r"-\d|--[A-Za-z]", token):
+        token = token.lstrip("-")
+    return token
+
+
+def is_identifier(token: str) -> bool:
+    """Whether a cleaned token is matched whole: it has `_`, a `.:/=` between alphanumerics,
+    a camelCase hump, letters and digits (`c10d`, `fp16`), or is a negative number (`-9`) or
+    a long option (`--foo`)."""
+    if not 2 <= len(token) <= MAX_IDENTIFIER or "://" in token or not re.search(r"[A-Za-z0-9]", token):
+        return False
+    return bool(
+        "_" in token
+        or _JOINED_RE.search(token)
+        or _CAMEL_RE.search(token)
+        or (re.search(r"[A-Za-z]", token) and re.search(r"\d", token))
+        or re.fullmatch(r"-\d+", token)
+        or re.match(r"--[A-Za-z]", token)
+    )
+
+
+def identifiers(text: str) -> list[str]:
+    """The identifiers in `text`, in order, as written."""
+    out = []
+    for m in _TOKEN_RE.finditer(text):
+        token = _clean(m.group())
+        if is_identifier(token):
+            out.append(token)
+    return out
+
+
+def identifier_variants(token: str) -> set[str]:
+    """The lower-case forms one identifier is found by: itself and each shorter run of its
+    `.:/=`-separated parts that is still an identifier (`torch.cuda.OutOfMemoryError` →
+    `cuda.outofmemoryerror`, `outofmemoryerror`, ...)."""
+    out = {token.lower()}
+    pieces = _SEP_RE.split(token)
+    words, seps = pieces[0::2], pieces[1::2]
+    n = len(words)
+    if 2 <= n <= 8:
+        for i in range(n):
+            for j in range(i + 1, min(n, i + 4) + 1):
+                if (i, j) == (0, n) or not words[i] or not words[j - 1]:
+                    continue
+                sub = "".join(w + (seps[k] if k < j - 1 else "") for k, w in enumerate(words[i:j], start=i))
+                if is_identifier(sub):
+                    out.add(sub.lower())
+    return out
+
+
+def id_token(identifier: str) -> str:
+    """The single alphanumeric word an identifier is indexed as, so Pagefind keeps it whole:
+    'zx' + the lower-case identifier with q _ . - : / = spelled qq qu qd qh qc qs qe, + 'qz'.
+    The end mark keeps Pagefind's prefix matching from finding '-98' for '-9'; the browser
+    leaves it off only for the identifier still being typed."""
+    return "zx" + "".join(_ESCAPES.get(c, c) for c in identifier.lower()) + "qz"
+
+
+# --- The query --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str  # as typed
+    tags: tuple[str, ...]  # canonical tag names, in order
+    free: str  # the text without the #tag tokens
+    words: tuple[str, ...]  # plain words (lower case, identifiers left out)
+    idents: tuple[str, ...]  # identifiers (lower case)
+
+
+def suggest_tags(catalog: Catalog, words: tuple[str, ...] | list[str], limit: int = 6) -> list[str]:
+    """Tags to try when nothing matches: those whose spellings resemble a query word, then the
+    most used ones."""
+    out: list[str] = []
+    for spelling, name in sorted(catalog.aliases.items()):
+        if catalog.by_tag.get(name) and name not in out:
+            if any(len(w) > 2 and (w in spelling or spelling in w or difflib.SequenceMatcher(None, w, spelling).ratio() >= 0.8) for w in words):
+                out.append(name)
+    for t in sorted(catalog.used_tags(), key=lambda t: (-len(catalog.by_tag[t]), t)):
+        if t not in out:
+            out.append(t)
+    return out[:limit]
+
+
+def _suggest_tag(spelling: str, catalog: Catalog) -> str:
+    close = difflib.get_close_matches(spelling, sorted(catalog.aliases), n=1, cutoff=0.6)
+    if not close:
+        close = [s for s in sorted(catalog.aliases) if spelling and (s.startswith(spelling) or spelling in s)][:1]
+    if close:
+        return f"; did you mean '#{catalog.aliases[close[0]]}'?"
+    popular = suggest_tags(catalog, [], limit=8)
+    return f"; tags in use include {', '.join('#' + t for t in popular)}" if popular else ""
+
+
+def parse_query(text: str, catalog: Catalog) -> Query:
+    """Split a query into #tags (resolved; unknown ones raise) and free text."""
+    tags: list[str] = []
+    free: list[str] = []
+    for token in text.split():
+        if token.startswith("#") and len(token) > 1:
+            spelling = normalize_tag(token)
+            name = catalog.resolve_tag(spelling)
+            if name is None:
+                raise FailpediaError(f"unknown tag '#{spelling}'{_suggest_tag(spelling, catalog)}")
+            if name not in tags:
+                tags.append(name)
+        else:
+            free.append(token)
+    free_text = " ".join(free)
+    idents = identifiers(free_text)
+    plain = _TOKEN_RE.sub(lambda m: " " if is_identifier(_clean(m.group())) else m.group(), free_text)
+    words = [_stem(w) for w in _WORD_RE.findall(plain.lower()) if len(w) > 1 or w.isdigit()]
+    return Query(text, tuple(tags), free_text, tuple(dict.fromkeys(words)), tuple(dict.fromkeys(i.lower() for i in idents)))
+
+
+def _stem(word: str) -> str:
+    """Plural to singular, enough for prefix matching ('timeouts' finds 'timeout')."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+# --- The index --------------------------------------------------------------------------------
+
+
+def entry_texts(rec: Record) -> dict[str, list[str]]:
+    """An entry's searchable text by field (markdown source; punctuation is split anyway)."""
+    e = rec.entry
+    body: list[str] = [s.why for s in e.symptoms]
+    body += [*e.observe, e.mechanism, *e.affected, *e.confirm, e.fix.summary, *e.fix.steps]
+    body += [x for c in e.fix.code for x in (c.caption or "", c.code)]
+    body += [e.fix.verify.code, e.fix.verify.expect, *e.prevention]
+    body += [x for f in e.faq for x in (f.q, f.a)]
+    body += [x for d in e.dead_ends for x in (d.attempt, d.why)]
+    body += [v.note for v in e.versions if v.note]
+    return {
+        "title": [e.title],
+        "summary": [e.summary],
+        "tags": [" ".join(rec.tags)],
+        "symptoms": [s.signal for s in e.symptoms] + [x for fp in e.fingerprints for x in fp.examples],
+        "body": body,
+    }
+
+
+@dataclass
+class _Doc:
+    words: dict[str, Counter[str]]  # field → word counts
+    idents: Counter[str]  # every lower-case identifier variant → occurrences
+
+
+@dataclass
+class SearchIndex:
+    """Per-entry words and identifiers, built once from the catalog."""
+
+    catalog: Catalog
+    docs: dict[str, _Doc] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, catalog: Catalog) -> "SearchIndex":
+        texts = {slug: entry_texts(rec) for slug, rec in catalog.records.items()}
+        # A word written in camelCase anywhere is an identifier everywhere, so 'PyTorch' also
+        # finds the entries that write 'pytorch'.
+        camel = {
+            t.lower() for fields in texts.values() for parts in fields.values() for s in parts
+            for t in _TOKEN_RE.findall(s) if _CAMEL_RE.search(t) and t.isalnum()
+        }
+        docs = {}
+        for slug, fields in texts.items():
+            words = {f: Counter(w for s in parts for w in _WORD_RE.findall(s.lower())) for f, parts in fields.items()}
+            idents: Counter[str] = Counter()
+            for parts in fields.values():
+                for s in parts:
+                    for ident in identifiers(s):
+                        idents.update(identifier_variants(ident))
+                    for w in _WORD_RE.findall(s.lower()):
+                        if w in camel:
+                            idents[w] += 1
+            docs[slug] = _Doc(words, idents)
+        return cls(catalog, docs)
+
+    def id_tokens(self, slug: str, repeat: int = 3) -> list[str]:
+        """The identifier words Pagefind indexes for one entry (repeated by use, at most `repeat`)."""
+        return [id_token(i) for i, n in sorted(self.docs[slug].idents.items()) for _ in range(min(n, repeat))]
+
+
+# --- Ranking ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hit:
+    slug: str
+    score: float
+    fingerprint: bool = False  # found by a fingerprint of the pasted text
+
+
+def _term_score(doc: _Doc, word: str) -> float:
+    score = 0.0
+    for f, counts in doc.words.items():
+        tf = sum(n for w, n in counts.items() if w.startswith(word))
+        if tf:
+            score += WEIGHTS[f] * tf / (tf + 1.0)
+    return score
+
+
+def _fingerprint_scores(catalog: Catalog, text: str) -> dict[str, float]:
+    lines = [line[:MAX_LINE] for line in text.splitlines() if line.strip()]
+    if not lines:
+        return {}
+    out: dict[str, float] = {}
+    for slug, rec in catalog.records.items():
+        scores = []
+        for fp in rec.entry.fingerprints:
+            pattern = compile_pattern(fp.pattern)
+            hits = [i for i, line in enumerate(lines) if pattern.search(line)]
+            if not hits:
+                continue
+            near = True
+            if fp.near:
+                near_re = compile_pattern(fp.near)
+                near = any(near_re.search(line) and abs(i - h) <= fp.window for h in hits for i, line in enumerate(lines))
+            scores.append(STRENGTH_SCORE[fp.strength] * (1.0 if near else NEAR_MISSING))
+        if scores:
+            scores.sort(reverse=True)
+            # Weak hits (supporting, or `near` missing) only nudge the word ranking.
+            boost = FINGERPRINT_BOOST if scores[0] >= CONFIDENT else 1.0
+            out[slug] = boost * (scores[0] + 0.1 * sum(scores[1:]))
+    return out
+
+
+def _text_score(doc: _Doc, words: list[str], idents: list[str], df_words: dict[str, int], df_ids: dict[str, int], n: int) -> float | None:
+    """The entry's score for the live words and identifiers, or None when one is missing."""
+    total = 0.0
+    for w in words:
+        s = _term_score(doc, w)
+        if not s:
+            return None
+        total += s * math.log(1 + n / df_words[w])
+    for i in idents:
+        if i not in doc.idents:
+            return None
+        total += 8.0 * math.log(1 + n / df_ids[i]) * min(doc.idents[i], 3) / 3
+    return total
+
+
+def search(index: SearchIndex, query: Query) -> list[Hit]:
+    """Entries that carry every query tag, ranked best first (ties by slug)."""
+    catalog = index.catalog
+    pool = [s for s, r in catalog.records.items() if all(t in r.tags for t in query.tags)]
+    n = max(len(catalog.records), 1)
+    fp = _fingerprint_scores(catalog, query.free) if query.free.strip() else {}
+
+    scores: dict[str, float] = {}
+    if query.words or query.idents:
+        df_words = {w: sum(1 for d in index.docs.values() if _term_score(d, w) > 0) for w in query.words}
+        df_ids = {i: sum(1 for d in index.docs.values() if i in d.idents) for i in query.idents}
+        live_words = [w for w in query.words if df_words[w]]
+        live_ids = [i for i in query.idents if df_ids[i]]
+        if live_words or live_ids:
+            for slug in pool:
+                total = _text_score(index.docs[slug], live_words, live_ids, df_words, df_ids, n)
+                if total is not None:
+                    scores[slug] = total
+    elif query.tags:
+        # Tags alone: entries where the tags come first in the tag list are the most about them.
+        for slug in pool:
+            tags = catalog.records[slug].tags
+            scores[slug] = sum(1.0 / (1 + tags.index(t)) for t in query.tags)
+    for slug, s in fp.items():
+        if slug in pool:
+            scores[slug] = scores.get(slug, 0.0) + s
+    hits = [Hit(slug, round(s, 3), slug in fp) for slug, s in scores.items()]
+    return sorted(hits, key=lambda h: (-h.score, h.slug))
+
+
+# --- The command ------------------------------------------------------------------------------
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """`failpedia search QUERY`: ranked entries; --json for tools. Exit 0 found, 1 none or error."""
+    from .build import load_catalog
+    from .config import load_config
+    from .pages import entry_url
+
+    text = " ".join(args.query).strip()
+    if not text:
+        raise UsageError("empty query: give words, #tags or a pasted error line, e.g. failpedia search '#ddp #oom bucket'")
+    try:
+        catalog = load_catalog(Path(args.entries))
+    except BuildFailed as e:
+        errors = sum(p.severity == "error" for p in e.problems)
+        raise FailpediaError(f"cannot search: the entries in {args.entries} have {errors} error{'s' * (errors != 1)}; run 'failpedia check' to see them") from None
+    config = load_config(Path(args.project))
+    query = parse_query(text, catalog)
+    hits = search(SearchIndex.build(catalog), query)[: args.top]
+    results = [
+        {"slug": h.slug, "title": catalog.records[h.slug].entry.title, "url": config.base_url + entry_url(h.slug), "score": h.score, "tags": list(catalog.records[h.slug].tags)}
+        for h in hits
+    ]
+    if args.json:
+        print(json.dumps({"query": text, "results": results}, indent=2, ensure_ascii=False))
+        return 0 if results else 1
+    if not results:
+        tags = ", ".join("#" + t for t in suggest_tags(catalog, [*query.words, *query.idents]) if t not in query.tags)
+        print(f"no entries match '{text}': every #tag and every word must match; try fewer words, or a tag: {tags}", file=sys.stderr)
+        return 1
+    width = len(str(len(results)))
+    for n, r in enumerate(results, 1):
+        print(f"{n:>{width}}. {r['slug']}  {r['title']}")
+        print(f"{'':>{width}}  {r['url']}")
+    return 0
