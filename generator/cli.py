@@ -90,7 +90,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = load_config(Path(args.project)).with_base_url(args.base_url)
     out = Path(args.out)
     try:
-        result = build(Path(args.entries), out, config)
+        result = build(Path(args.entries), out, config, search=not args.no_search)
     except BuildFailed as e:
         _print_problems(e.problems)
         errors = sum(p.severity == "error" for p in e.problems)
@@ -133,6 +133,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
     p.add_argument("--out", default="site", metavar="DIR", help="output folder (default: site)")
     p.add_argument("--base-url", default=None, metavar="URL", help="absolute URL the site is served from (default: [tool.failpedia] base_url)")
+    p.add_argument("--no-search", action="store_true", help="skip the Pagefind search index (faster; the search page then finds nothing)")
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_build)
 
@@ -146,6 +147,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON for tools")
     p.add_argument("--follow", action="store_true", help="watch a growing log (like tail -f) and report as soon as a fingerprint fires")
     p.set_defaults(func=_lazy("diagnose", "cmd_diagnose"))
+
+    p = sub.add_parser("search", help="find entries by words, #tags, identifiers or a pasted error line")
+    p.add_argument("query", nargs="+", metavar="QUERY", help="e.g. '#ddp #oom bucket' (quote it: # starts a shell comment)")
+    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="show at most N results (default: 10)")
+    p.add_argument("--json", action="store_true", help='print {"query": ..., "results": [{"slug", "title", "url", "score", "tags"}, ...]}')
+    p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
+    p.set_defaults(func=_lazy("search", "cmd_search"))
     return parser
 
 
