@@ -129,6 +129,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--templates", default=None, metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=_lazy("serve", "cmd_serve"))
 
+    p = sub.add_parser("new", help="start a new entry from a template with every field")
+    p.add_argument("slug", help="the entry's slug and file name, e.g. nccl-watchdog-timeout")
+    p.add_argument("--category", required=True, metavar="NAME", help="its category (a folder listed in entries/categories.yaml)")
+    p.add_argument("--tags", default="", metavar="A,B", help="comma-separated tags from entries/tags.yaml")
+    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
+    p.set_defaults(func=_lazy("scaffold", "cmd_new"))
+
     p = sub.add_parser("build", help="check the entries, then render the site")
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
     p.add_argument("--out", default="site", metavar="DIR", help="output folder (default: site)")
