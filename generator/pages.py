@@ -14,6 +14,7 @@ from typing import Any
 from markupsafe import Markup
 
 from . import markdown as md
+from . import seo
 from .catalog import Catalog, Record
 from .config import Config
 from .diagnose import matcher_spec
@@ -94,15 +95,35 @@ def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[st
         "dead_ends": [{"attempt": md.inline(d.attempt), "why": md.inline(d.why)} for d in e.dead_ends],
         "versions": e.versions,
         "fingerprints": e.fingerprints,
-        "related": [_card(catalog, s) for s in e.related],
-        "often_causes": [_card(catalog, s) for s in e.often_causes],
-        "caused_by": [_card(catalog, s) for s in catalog.caused_by[rec.slug]],
-        "backlinks": [_card(catalog, s) for s in catalog.backlinks[rec.slug] if s not in e.related],
-        "similar": [_card(catalog, s) for s in catalog.similar[rec.slug]],
+        **_link_groups(catalog, rec),
         "updated": dates.get(_key(rec), ""),
         "edit_url": edit_url,
         "issue_url": issue_url,
         "canonical": config.base_url + entry_url(rec.slug),
+        "jsonld": Markup(_json(seo.entry_graph(
+            e, url=config.base_url + entry_url(rec.slug), site_title=config.title, site_url=config.base_url, category_title=cat.title,
+            category_url=config.base_url + category_url(cat.name), tags=rec.tags, updated=dates.get(_key(rec), ""),
+        ))),
+    }
+
+
+def _link_groups(catalog: Catalog, rec: Record) -> dict[str, list[dict[str, Any]]]:
+    """The "Related failures" lists, in the order the page shows them; each linked entry appears
+    once, under the first (most specific) heading that names it."""
+    seen = {rec.slug}
+
+    def once(slugs: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
+        fresh = [s for s in slugs if s not in seen]
+        seen.update(fresh)
+        return [_card(catalog, s) for s in fresh]
+
+    e = rec.entry
+    return {
+        "often_causes": once(e.often_causes),
+        "caused_by": once(catalog.caused_by[rec.slug]),
+        "related": once(e.related),
+        "backlinks": once(catalog.backlinks[rec.slug]),
+        "similar": once(catalog.similar[rec.slug]),
     }
 
 
