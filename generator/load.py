@@ -7,18 +7,18 @@ aliases, anchors, custom tags, duplicate keys and deep nesting refused. Returns 
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "Loaded", "Position", "load_yaml"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "Loaded", "Position", "load_yaml", "shown"]
 
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 12
 MAX_NODES = 50_000
+MAX_NUMBER_CHARS = 100  # longer numbers are a mistake or an attack (int() of 5,000 digits raises)
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STANDARD_TAGS = {
@@ -58,6 +58,17 @@ class Loaded:
                 return self.positions[p]
             p = p[:-1]
         return self.positions.get((), (1, 1))
+
+
+def shown(text: str, limit: int = 200) -> str:
+    """Untrusted text made safe to quote in a message: cut to `limit` characters, and control,
+    bidirectional and invisible characters written as escapes (a file name or key holding ESC or
+    U+202E must not recolour a terminal or reorder a CI log)."""
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 class _LoadError(Exception):
@@ -125,7 +136,7 @@ class _Walker:
                 if not isinstance(key, str):
                     key = str(key)
                 if key in result:
-                    raise _LoadError(*_pos(key_node.start_mark), f"duplicate key {key!r}; keep one of them")
+                    raise _LoadError(*_pos(key_node.start_mark), f"duplicate key '{shown(key)}'; keep one of them")
                 self.key_positions[path + (key,)] = _pos(key_node.start_mark)
                 result[key] = self.walk(value_node, path + (key,), depth + 1)
             return result
@@ -136,11 +147,24 @@ class _Walker:
     def walk_scalar(self, node: yaml.ScalarNode) -> Any:
         if node.tag == "tag:yaml.org,2002:str":
             return node.value
-        value = self.constructor.construct_object(node)
-        if isinstance(value, (_dt.date, _dt.datetime)):
-            # Dates stay text: the schema has no date fields and text round-trips exactly.
+        if node.tag == "tag:yaml.org,2002:merge":
+            raise _LoadError(*_pos(node.start_mark), "YAML merge keys ('<<') are not allowed; write the fields out in full")
+        if node.tag not in _STANDARD_TAGS:  # mapping keys come here without walk()'s check
+            raise _LoadError(*_pos(node.start_mark), f"YAML tag {node.tag!r} is not allowed; remove the '!' tag")
+        if node.tag == "tag:yaml.org,2002:timestamp":
+            # Dates stay text: the schema has no date fields, text round-trips exactly, and a
+            # date-like value such as 2024-13-45 needs no calendar check.
             return node.value
-        return value
+        if len(node.value) > MAX_NUMBER_CHARS:
+            raise _LoadError(
+                *_pos(node.start_mark), f"a number {len(node.value):,} characters long; quote the value if it is text"
+            )
+        try:
+            return self.constructor.construct_object(node)
+        except (ValueError, OverflowError, yaml.YAMLError):
+            raise _LoadError(
+                *_pos(node.start_mark), f"cannot read {node.value!r} as a YAML value; quote it if it is text"
+            ) from None
 
 
 def load_yaml(raw: bytes) -> Loaded:
@@ -162,8 +186,13 @@ def load_yaml(raw: bytes) -> Loaded:
         if e.context:
             reason = f"{reason} ({e.context})"
         raise _LoadError(line, col, f"YAML syntax error: {reason}") from None
+    except yaml.reader.ReaderError as e:  # a control character; libyaml counts UTF-8 bytes
+        before = text.encode("utf-8")[: e.position].decode("utf-8", "replace")
+        line, col = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+        code = e.character if isinstance(e.character, int) else ord(e.character)
+        raise _LoadError(line, col, f"the character U+{code:04X} is not allowed in YAML ({e.reason}); remove it") from None
     except yaml.YAMLError as e:
-        raise _LoadError(0, 0, f"YAML error: {e}") from None
+        raise _LoadError(0, 0, f"YAML error: {shown(str(e))}") from None
     if root is None:
         raise _LoadError(0, 0, "file holds no YAML document")
     walker = _Walker()

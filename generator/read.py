@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .load import MAX_BYTES
+from .load import MAX_BYTES, shown
 from .problems import FailpediaError, Problem
 from .schema import SLUG_RE
 
@@ -33,6 +33,7 @@ class Source:
 
 
 def _display(root: Path, display_root: str, *parts: str) -> str:
+    parts = tuple(shown(p, 300) for p in parts)  # names come from the pull request too
     return "/".join((display_root.rstrip("/"),) + parts) if display_root else "/".join(parts)
 
 
@@ -105,11 +106,11 @@ def read_source(root: Path, display_root: str | None = None) -> Source:
                 problems.append(Problem(fdisplay, 0, 0, "not an entry: entry files end in .yaml"))
                 continue
             if ext == "yml":
-                problems.append(Problem(fdisplay, 0, 0, f"rename to {stem}.yaml (entries end in .yaml)"))
+                problems.append(Problem(fdisplay, 0, 0, f"rename to {shown(stem)}.yaml (entries end in .yaml)"))
                 continue
             if not SLUG_RE.fullmatch(stem):
                 problems.append(
-                    Problem(fdisplay, 0, 0, f"file name '{stem}' is not a valid slug: use lower-case letters, digits and single hyphens")
+                    Problem(fdisplay, 0, 0, f"file name '{shown(stem)}' is not a valid slug: use lower-case letters, digits and single hyphens")
                 )
                 continue
             data = _read(Path(f.path), fdisplay, root_real, problems)

@@ -14,7 +14,7 @@ from typing import Any, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from .load import LoadError, Loaded, load_yaml
+from .load import LoadError, Loaded, load_yaml, shown
 from .patterns import MAX_LINE, check_pattern, compile_pattern, required_literals
 from .problems import Problem
 from .schema import Category, Entry, Language, Tag
@@ -45,7 +45,7 @@ def loc_text(loc: tuple[Any, ...]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            out += ("." if out else "") + shown(str(part), 80)
     return out
 
 
