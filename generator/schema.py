@@ -35,10 +35,19 @@ __all__ = [
 
 SLUG_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
-# Trojan-source characters: bidirectional controls and zero-width/invisible ones.
-_INVISIBLE_RE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad]")
-# C0/C1 control characters other than tab and newline.
-_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Trojan-source characters: bidirectional controls and every other invisible format character
+# (Unicode category Cf: zero-width ones, the soft hyphen, the tag characters that can smuggle hidden
+# text), plus the fillers that render as nothing.
+_INVISIBLE_RE = re.compile(
+    "[\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160\u17b4\u17b5\u180e"
+    "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f]"
+)
+# C0/C1 control characters other than tab and newline; the line and paragraph separators; surrogates
+# and non-characters (XML forbids them, so they would break the feed and the sitemap).
+_NONCHARACTERS = "".join(chr(plane * 0x10000 + 0xFFFE) + chr(plane * 0x10000 + 0xFFFF) for plane in range(17))
+_CONTROL_RE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufdd0-\ufdef{_NONCHARACTERS}]")
 _PLACEHOLDER_RE = re.compile(r"\bTODO\b|<fill in[^>]*>|\bFIXME\b")
 
 
@@ -57,7 +66,7 @@ def _clean_text(value: str) -> str:
     bad = _CONTROL_RE.search(value)
     if bad:
         raise ValueError(
-            f"contains the control character U+{ord(bad.group()):04X} at offset {bad.start()}; remove it"
+            f"contains the control or non-text character U+{ord(bad.group()):04X} at offset {bad.start()}; remove it"
         )
     placeholder = _PLACEHOLDER_RE.search(value)
     if placeholder:
@@ -280,7 +289,7 @@ class Entry(_Model):
     """The failure's name, as an engineer would search for it."""
     summary: Annotated[str, StringConstraints(min_length=20, max_length=600), AfterValidator(_clean_text)]
     """The quick answer, plain text: the cause and the fix in one or two sentences."""
-    tags: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=40)]], Field(min_length=1, max_length=12)]
+    tags: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=40), AfterValidator(_clean_text), AfterValidator(_one_line)]], Field(min_length=1, max_length=12)]
     """Tags from `entries/tags.yaml` (names or aliases)."""
     fingerprints: Annotated[list[Fingerprint], Field(max_length=20)] = []
     """Error text that identifies this failure in a log."""
