@@ -14,7 +14,10 @@ alternation (the shapes behind catastrophic backtracking, e.g. `(a+)+`, `(a|aa)*
 
 from __future__ import annotations
 
+import math
 import re
+import warnings
+from dataclasses import dataclass
 
 __all__ = ["MAX_LINE", "check_pattern", "compile_pattern", "required_literals"]
 
@@ -209,15 +212,258 @@ def check_pattern(text: str) -> str | None:
     except _Bad as e:
         return str(e)
     try:
-        re.compile(text, re.ASCII)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # '--', '&&', '~~' or '||' in a class: set operations to come
+            re.compile(text, re.ASCII)
     except re.error as e:
         return f"not a valid regular expression: {e}"
+    except FutureWarning as e:
+        return f"{e} (Python will read it differently); escape the repeated character, e.g. '\\-'"
+    try:
+        _SplitParser(text).alternation()
+    except _Bad as e:
+        return str(e)
     return None
 
 
 def compile_pattern(text: str) -> re.Pattern[str]:
     """Compile a checked pattern with the semantics JavaScript gives it."""
     return re.compile(text, re.ASCII)
+
+
+# --- Competing repeats: the polynomial shapes of slow matching -------------------------------
+#
+# Two repeats that can take the same characters, with nothing between them that only one of them
+# can take ('\d*\d*', '.*foo.*', '(\d+).*'), split one stretch of a line in very many ways, and
+# a failed match tries every way: n**3 or worse steps for a line of n characters. Nesting is
+# refused above; this pass refuses these too. Each repeat counts its number of possible lengths,
+# and the product of those counts over a group of competing repeats must stay within a budget
+# (so '.{0,80}x.{0,80}' passes and '.*x.*' does not). Character sets are bit masks: bit c for
+# ASCII code point c, bit 128 for every non-ASCII character.
+
+
+def _bits(*codes: int) -> int:
+    return sum(1 << c for c in set(codes))
+
+
+_ALL = (1 << 129) - 1
+_NON_ASCII = 1 << 128
+_DIGIT = _bits(*range(48, 58))
+_WORD = _DIGIT | _bits(*range(65, 91), *range(97, 123), 95)
+_SPACE = _bits(9, 10, 11, 12, 13, 32, 128)  # JavaScript's \s matches non-ASCII spaces too
+_ESCAPED_SETS = {"d": _DIGIT, "w": _WORD, "s": _SPACE}
+_SIMPLE_CODES = {"t": 9, "n": 10, "r": 13, "f": 12, "v": 11, "0": 0}
+_LITERAL_RUN = re.compile(r"[^\\\[\](){}.*+?^$|]+")
+_SPLIT_BUDGET = 4 * MAX_LINE  # ways one stretch of a line may be split between competing repeats
+_MAX_REPEATS = 32  # repeats and optional parts in one sequence
+
+
+def _negate(chars: int) -> int:
+    return (_ALL ^ chars) | _NON_ASCII
+
+
+@dataclass(frozen=True)
+class _Item:
+    """A part of a sequence: a run of literal text, a character (class), or a group as a whole."""
+
+    text: str  # its pattern text, for messages
+    at: int  # its offset in the pattern
+    chars: int  # every character it can take
+    least: int  # its shortest match
+    ways: int  # how many lengths (or alternatives) it can match, at most MAX_LINE + 1
+    alts: tuple[tuple[_Item, ...], ...] = ()  # a group's alternatives
+    literal: bool = False  # a run of literal text: it takes every one of its characters
+
+    def fits(self, chars: int) -> bool:
+        """Can it match a non-empty text made only of `chars`?"""
+        if self.literal:
+            return not self.chars & ~chars
+        if not self.alts:
+            return bool(self.chars & chars)
+        return any(all(x.fits(chars) for x in alt if x.least) and any(x.chars & chars for x in alt) for alt in self.alts)
+
+
+class _SplitParser:
+    """Reads a checked pattern into sequences of items and refuses competing repeats in each."""
+
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.i = 0
+
+    def peek(self) -> str:
+        return self.s[self.i] if self.i < len(self.s) else ""
+
+    def alternation(self) -> list[list[_Item]]:
+        alts = [self.sequence()]
+        while self.peek() == "|":
+            self.i += 1
+            alts.append(self.sequence())
+        return alts
+
+    def sequence(self) -> list[_Item]:
+        items: list[_Item] = []
+        while self.peek() and self.peek() not in "|)":
+            run = _LITERAL_RUN.match(self.s, self.i)
+            if run and len(run.group()) > 1:  # plain text up to the last character (it may be repeated)
+                text = run.group()[:-1]
+                items.append(_Item(text, self.i, _bits(*map(ord, text)), len(text), 1, literal=True))
+                self.i += len(text)
+            start = self.i
+            atom = self.atom()
+            lo, hi = self.quantifier()
+            if atom is None:  # an anchor
+                continue
+            if (lo, hi) == (1, 1):
+                items.extend(atom)
+                continue
+            chars = 0
+            for x in atom:
+                chars |= x.chars
+            size = sum(x.least for x in atom)
+            if hi == 1:  # optional: absent, or any way the atom matches
+                ways = min(MAX_LINE + 1, 1 + math.prod(x.ways for x in atom))
+            else:  # a repeated group holds no quantifier or '|' (refused above): a length per count
+                ways = MAX_LINE + 1 if hi is None else min(MAX_LINE + 1, (hi - lo) * max(size, 1) + 1)
+            alts = (tuple(atom),) if len(atom) > 1 or atom[0].alts else ()
+            items.append(_Item(self.s[start : self.i], start, chars, size * lo, ways, alts))
+        _refuse_competing(items)
+        return items
+
+    def quantifier(self) -> tuple[int, int | None]:
+        c = self.peek()
+        if c == "*":
+            q: tuple[int, int | None] = (0, None)
+        elif c == "+":
+            q = (1, None)
+        elif c == "?":
+            q = (0, 1)
+        elif c == "{":
+            m = re.compile(r"\{(\d+)(,(\d*))?\}").match(self.s, self.i)
+            assert m
+            lo = int(m.group(1))
+            q = (lo, lo if m.group(2) is None else int(m.group(3)) if m.group(3) else None)
+            self.i = m.end() - 1
+        else:
+            return (1, 1)
+        self.i += 1
+        if self.peek() == "?":  # lazy: the same ways, tried in another order
+            self.i += 1
+        return q
+
+    def atom(self) -> list[_Item] | None:
+        """The items of one atom, or None for an anchor. A plain group lends its items to the
+        enclosing sequence; a group with '|' or a quantifier becomes one item."""
+        start = self.i
+        c = self.peek()
+        if c == "(":
+            self.i += 1
+            if self.s.startswith("?:", self.i):
+                self.i += 2
+            alts = self.alternation()
+            self.i += 1  # ')'
+            if len(alts) == 1 and self.peek() not in ("*", "+", "?", "{"):
+                return alts[0]
+            chars = 0
+            for alt in alts:
+                for x in alt:
+                    chars |= x.chars
+            least = min(sum(x.least for x in alt) for alt in alts)
+            ways = min(MAX_LINE + 1, sum(math.prod(x.ways for x in alt) for alt in alts))
+            return [_Item(self.s[start : self.i], start, chars, least, ways, tuple(tuple(alt) for alt in alts))]
+        if c in "^$":
+            self.i += 1
+            return None
+        if c == "[":
+            chars = self.char_class()
+        elif c == "\\":
+            e = self.s[self.i + 1]
+            self.i += 2
+            if e in _ASSERT_ESCAPES:
+                return None
+            chars = self.escaped(e)
+        else:
+            self.i += 1
+            chars = _ALL ^ (1 << 10) if c == "." else 1 << ord(c)
+        return [_Item(self.s[start : self.i], start, chars, 1, 1)]
+
+    def escaped(self, e: str) -> int:
+        """The characters of the escape `\\e` (self.i is just past `e`)."""
+        if e.lower() in _ESCAPED_SETS:
+            base = _ESCAPED_SETS[e.lower()]
+            return base if e.islower() else _negate(base)
+        if e == "x":
+            self.i += 2
+            return 1 << int(self.s[self.i - 2 : self.i], 16)
+        return 1 << _SIMPLE_CODES.get(e, ord(e))
+
+    def char_class(self) -> int:
+        self.i += 1
+        negated = self.peek() == "^"
+        self.i += negated
+        chars = 0
+        prev: int | None = None
+        first = True
+        while self.peek() != "]" or first:
+            first = False
+            if self.peek() == "-" and prev is not None and self.s[self.i + 1] != "]":
+                self.i += 1
+                top = self.class_char().bit_length() - 1
+                chars |= ((1 << (top + 1)) - 1) ^ ((1 << prev) - 1)
+                prev = None
+                continue
+            got = self.class_char()
+            chars |= got
+            prev = got.bit_length() - 1 if got & (got - 1) == 0 else None
+        self.i += 1
+        return _negate(chars) if negated else chars
+
+    def class_char(self) -> int:
+        c = self.s[self.i]
+        self.i += 1
+        if c != "\\":
+            return 1 << min(ord(c), 128)
+        self.i += 1
+        return self.escaped(self.s[self.i - 1])
+
+
+def _refuse_competing(items: list[_Item]) -> None:
+    # A choice between fixed alternatives adds a constant factor, not a stretch to split: not a repeat.
+    repeats = [k for k, x in enumerate(items) if x.ways > max(1, len(x.alts))]
+    if len(repeats) < 2:
+        return
+    if len(repeats) > _MAX_REPEATS:
+        raise _Bad(f"more than {_MAX_REPEATS} repeated or optional parts in a row; be more specific")
+    root = {k: k for k in repeats}
+
+    def find(k: int) -> int:
+        while root[k] != k:
+            k = root[k]
+        return k
+
+    pairs: list[tuple[int, int]] = []
+    for n, a in enumerate(repeats):
+        for b in repeats[n + 1 :]:
+            shared = items[a].chars & items[b].chars
+            if (
+                shared
+                and items[a].fits(shared)
+                and items[b].fits(shared)
+                and all(items[k].fits(shared) for k in range(a + 1, b) if items[k].least)
+            ):
+                pairs.append((a, b))
+                root[find(b)] = find(a)
+    splits: dict[int, int] = {}
+    for k in repeats:
+        splits[find(k)] = splits.get(find(k), 1) * items[k].ways
+    for a, b in pairs:
+        if splits[find(a)] > _SPLIT_BUDGET:
+            first, second = items[a], items[b]
+            raise _Bad(
+                f"'{first.text}' at offset {first.at} and '{second.text}' at offset {second.at} can take the same "
+                "characters, so a long line splits between them in very many ways and a failed match tries them "
+                "all (slow); put text between them that only one can match, narrow one (e.g. '[^ ]*' for '.*'), "
+                "or drop a leading or trailing '.*' (a search needs none)"
+            )
 
 
 # --- Literal covers: a fast prefilter that both diagnosis engines share -----------------------
