@@ -9,6 +9,7 @@ escape the folder.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -17,6 +18,8 @@ from .problems import FailpediaError
 
 __all__ = ["SiteWriter"]
 
+_PART_RE = re.compile(r"[A-Za-z0-9_@+~,=-][A-Za-z0-9._@+~,=-]*")  # no hidden files, no ':' or controls
+
 
 class SiteWriter:
     def __init__(self, out: Path) -> None:
@@ -24,19 +27,32 @@ class SiteWriter:
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name}-new-", dir=self.out.parent))
         self.written: set[str] = set()
+        self.spellings: dict[str, str] = {}  # lower-cased path or folder → the spelling written
 
     def add(self, rel: str, content: str | bytes) -> None:
         p = PurePosixPath(rel)
         if p.is_absolute() or ".." in p.parts or not p.parts or "\\" in rel or rel != p.as_posix():
             raise FailpediaError(f"refusing to write {rel!r}: output paths must stay inside the site folder")
+        if not all(_PART_RE.fullmatch(part) for part in p.parts):
+            raise FailpediaError(
+                f"refusing to write {rel!r}: output paths use ASCII letters, digits and . _ - + @ ~ , = only"
+            )
         if rel in self.written:
             raise FailpediaError(f"two pages would be written to {rel!r}; rename one of their sources")
+        for i in range(1, len(p.parts) + 1):  # one spelling per path on case-insensitive file systems
+            prefix = "/".join(p.parts[:i])
+            seen = self.spellings.setdefault(prefix.lower(), prefix)
+            if seen != prefix:
+                raise FailpediaError(f"refusing to write {rel!r}: it and {seen!r} differ only in case; rename one of their sources")
         self.written.add(rel)
         target = self.tmp / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode("utf-8") if isinstance(content, str) else content
-        with open(target, "wb") as f:
-            f.write(data)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "wb") as f:
+                f.write(data)
+        except OSError as e:  # a file where a folder must go, or the reverse
+            raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
 
     def commit(self) -> None:
         """Swap the new folder in place of the old one."""
