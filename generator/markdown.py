@@ -13,7 +13,6 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 from pygments.lexers import get_lexer_by_name
-from pygments.util import ClassNotFound
 
 from . import highlight
 
@@ -56,13 +55,21 @@ def inline(text: str) -> Markup:
     return Markup(_md().renderInline(text))
 
 
+# A fence may name any language, but only these lexers run on contributed code: many of Pygments'
+# ~600 lexers hold regexes that backtrack badly on hostile text, and a name lookup would also load
+# installed lexer plugins. Other names render as plain text.
+_LEXERS = {"python": "python", "py": "python", "python3": "python", "bash": "bash", "sh": "bash", "shell": "bash",
+           "yaml": "yaml", "yml": "yaml", "json": "json", "toml": "toml", "text": "text"}
+MAX_HIGHLIGHT_LINE = 300  # longer lines show as plain text: some lexers are quadratic in a line's length
+
+
 def code_block(code: str, language: str, *, wrap: bool = True) -> str:
     """Highlighted code as `<pre><code>`; Pygments escapes every token. The block is focusable so a
     keyboard can scroll its long lines."""
-    try:
-        lexer = get_lexer_by_name(language, stripnl=False, ensurenl=True)
-    except ClassNotFound:
-        lexer = get_lexer_by_name("text", stripnl=False, ensurenl=True)
+    name = _LEXERS.get(language.lower(), "text")
+    if name != "text" and max(map(len, code.split("\n"))) > MAX_HIGHLIGHT_LINE:
+        name = "text"
+    lexer = get_lexer_by_name(name, stripnl=False, ensurenl=True)
     body = highlight.to_html(code, lexer)
     lang = escape(language)
     return f'<pre class="highlight" tabindex="0"><code class="language-{lang}">{body}</code></pre>' + ("\n" if wrap else "\n")
