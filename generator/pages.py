@@ -20,7 +20,7 @@ from .config import Config
 from .diagnose import matcher_spec
 from .schema import STACK_NAMES, STRENGTH_SCORE, entry_json_schema
 from .search import SearchIndex
-from .searchindex import search_doc, search_files, tag_pairs
+from .searchindex import PAIRS_ON_SEARCH_PAGE, search_doc, search_files, tag_pairs
 
 __all__ = ["Page", "entry_data", "fingerprint_data", "plan_pages"]
 
@@ -228,7 +228,8 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         "search/index.html",
         "search.html",
         {"title": "Search", "description": "Search every entry by words, #tags, identifiers or a pasted error line.",
-         "tags": [{"name": t, "count": n} for t, n in used_tags if n], "pairs": [{"name": p.name, "url": tag_url(p.name), "count": len(p.slugs)} for p in pairs]},
+         "tags": [{"name": t, "count": n} for t, n in used_tags if n],
+         "pairs": [{"name": p.name, "url": tag_url(p.name), "count": len(p.slugs)} for p in sorted(pairs, key=lambda p: (-len(p.slugs), p.name))[:PAIRS_ON_SEARCH_PAGE]]},
         all_slugs,
         sitemap=False,
     )

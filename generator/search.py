@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import hashlib
 import json
 import math
 import re
 import sys
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from .catalog import Catalog, Record, normalize_tag
@@ -56,12 +59,21 @@ WEIGHTS = {"title": 10.0, "summary": 5.0, "tags": 4.0, "symptoms": 3.0, "body": 
 FINGERPRINT_BOOST = 10.0  # a confident fingerprint hit outranks any amount of word matching
 CONFIDENT = 6  # strong or definitive, with its `near` evidence: the pasted text names the entry
 NEAR_MISSING = 0.3  # a hit whose `near` evidence is not in the pasted text counts this much
+LONG_PASTE = 8  # words: a pasted log line rather than a phrase; with a confident hit, it ranks alone
 
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_.:/=\-]+")
 _JOINED_RE = re.compile(r"[A-Za-z0-9][.:/=]+[A-Za-z0-9]")
 _CAMEL_RE = re.compile(r"[a-z][A-Z]")
 _SEP_RE = re.compile(r"([.:/=]+)")
+_PLAIN_RE = re.compile(r"[a-z]+|[A-Z][a-z]*|[A-Z]+|\d+")  # ordinary words and numbers: never identifiers
+_ALNUM_ONE_RE = re.compile(r"[A-Za-z0-9]")
+_LETTER_RE = re.compile(r"[A-Za-z]")
+_DIGIT_RE = re.compile(r"\d")
+_NEGATIVE_RE = re.compile(r"-\d+")
+_OPTION_RE = re.compile(r"--[A-Za-z]")
+_KEEP_DASH_RE = re.compile(r"-\d|--[A-Za-z]")
 _WORD_RE = re.compile(r"[a-z0-9]+")
+_ALNUM_RE = re.compile(r"[A-Za-z0-9]+")
 _ESCAPES = {"q": "qq", "_": "qu", ".": "qd", "-": "qh", ":": "qc", "/": "qs", "=": "qe"}
 
 
@@ -70,7 +82,7 @@ _ESCAPES = {"q": "qq", "_": "qu", ".": "qd", "-": "qh", ":": "qc", "/": "qs", "=
 
 def _clean(token: str) -> str:
     token = token.rstrip(".:/=-").lstrip(".:/=")
-    if token.startswith("-") and not re.match(r"-\d|--[A-Za-z]", token):
+    if token.startswith("-") and not _KEEP_DASH_RE.match(token):
         token = token.lstrip("-")
     return token
 
@@ -79,15 +91,15 @@ def is_identifier(token: str) -> bool:
     """Whether a cleaned token is matched whole: it has `_`, a `.:/=` between alphanumerics,
     a camelCase hump, letters and digits (`c10d`, `fp16`), or is a negative number (`-9`) or
     a long option (`--foo`)."""
-    if not 2 <= len(token) <= MAX_IDENTIFIER or "://" in token or not re.search(r"[A-Za-z0-9]", token):
+    if not 2 <= len(token) <= MAX_IDENTIFIER or _PLAIN_RE.fullmatch(token) or "://" in token or not _ALNUM_ONE_RE.search(token):
         return False
     return bool(
         "_" in token
         or _JOINED_RE.search(token)
         or _CAMEL_RE.search(token)
-        or (re.search(r"[A-Za-z]", token) and re.search(r"\d", token))
-        or re.fullmatch(r"-\d+", token)
-        or re.match(r"--[A-Za-z]", token)
+        or (_LETTER_RE.search(token) and _DIGIT_RE.search(token))
+        or _NEGATIVE_RE.fullmatch(token)
+        or _OPTION_RE.match(token)
     )
 
 
@@ -95,13 +107,17 @@ def identifiers(text: str) -> list[str]:
     """The identifiers in `text`, in order, as written."""
     out = []
     for m in _TOKEN_RE.finditer(text):
-        token = _clean(m.group())
+        token = m.group()
+        if _PLAIN_RE.fullmatch(token):
+            continue
+        token = _clean(token)
         if is_identifier(token):
             out.append(token)
     return out
 
 
-def identifier_variants(token: str) -> set[str]:
+@lru_cache(maxsize=1 << 16)
+def identifier_variants(token: str) -> frozenset[str]:
     """The lower-case forms one identifier is found by: itself and each shorter run of its
     `.:/=`-separated parts that is still an identifier (`torch.cuda.OutOfMemoryError` →
     `cuda.outofmemoryerror`, `outofmemoryerror`, ...)."""
@@ -117,7 +133,7 @@ def identifier_variants(token: str) -> set[str]:
                 sub = "".join(w + (seps[k] if k < j - 1 else "") for k, w in enumerate(words[i:j], start=i))
                 if is_identifier(sub):
                     out.add(sub.lower())
-    return out
+    return frozenset(out)
 
 
 def id_token(identifier: str) -> str:
@@ -216,7 +232,7 @@ def entry_texts(rec: Record) -> dict[str, list[str]]:
 
 @dataclass
 class _Doc:
-    words: dict[str, Counter[str]]  # field → word counts
+    words: dict[str, tuple[list[str], Counter[str]]]  # field → (sorted distinct words, counts)
     idents: Counter[str]  # every lower-case identifier variant → occurrences
 
 
@@ -226,6 +242,7 @@ class SearchIndex:
 
     catalog: Catalog
     docs: dict[str, _Doc] = field(default_factory=dict)
+    camel: frozenset[str] = frozenset()  # words written in camelCase somewhere in the corpus
 
     @classmethod
     def build(cls, catalog: Catalog) -> "SearchIndex":
@@ -238,7 +255,10 @@ class SearchIndex:
         }
         docs = {}
         for slug, fields in texts.items():
-            words = {f: Counter(w for s in parts for w in _WORD_RE.findall(s.lower())) for f, parts in fields.items()}
+            words = {}
+            for f, parts in fields.items():
+                counts = Counter(w for s in parts for w in _WORD_RE.findall(s.lower()))
+                words[f] = (sorted(counts), counts)
             idents: Counter[str] = Counter()
             for parts in fields.values():
                 for s in parts:
@@ -248,9 +268,14 @@ class SearchIndex:
                         if w in camel:
                             idents[w] += 1
             docs[slug] = _Doc(words, idents)
-        return cls(catalog, docs)
+        return cls(catalog, docs, frozenset(camel))
 
-    def id_tokens(self, slug: str, repeat: int = 3) -> list[str]:
+    def global_digest(self) -> str:
+        """What, besides an entry itself, decides its identifier words: the corpus's camelCase
+        vocabulary. A build cache keys entry pages on it."""
+        return hashlib.sha256("\n".join(sorted(self.camel)).encode()).hexdigest()
+
+    def id_tokens(self, slug: str, repeat: int = 1) -> list[str]:
         """The identifier words Pagefind indexes for one entry (repeated by use, at most `repeat`)."""
         return [id_token(i) for i, n in sorted(self.docs[slug].idents.items()) for _ in range(min(n, repeat))]
 
@@ -266,12 +291,22 @@ class Hit:
 
 
 def _term_score(doc: _Doc, word: str) -> float:
+    """Field-weighted, saturating count of the words that start with `word` (like Pagefind)."""
     score = 0.0
-    for f, counts in doc.words.items():
-        tf = sum(n for w, n in counts.items() if w.startswith(word))
+    for f, (keys, counts) in doc.words.items():
+        tf = 0
+        i = bisect_left(keys, word)
+        while i < len(keys) and keys[i].startswith(word):
+            tf += counts[keys[i]]
+            i += 1
         if tf:
             score += WEIGHTS[f] * tf / (tf + 1.0)
     return score
+
+
+def _looks_pasted(text: str) -> bool:
+    """Worth matching against the fingerprints (search.js asks the same)."""
+    return len(_ALNUM_RE.findall(text)) >= 3 or len(text) >= 24
 
 
 def _fingerprint_scores(catalog: Catalog, text: str) -> dict[str, float]:
@@ -299,40 +334,35 @@ def _fingerprint_scores(catalog: Catalog, text: str) -> dict[str, float]:
     return out
 
 
-def _text_score(doc: _Doc, words: list[str], idents: list[str], df_words: dict[str, int], df_ids: dict[str, int], n: int) -> float | None:
-    """The entry's score for the live words and identifiers, or None when one is missing."""
-    total = 0.0
-    for w in words:
-        s = _term_score(doc, w)
-        if not s:
-            return None
-        total += s * math.log(1 + n / df_words[w])
-    for i in idents:
-        if i not in doc.idents:
-            return None
-        total += 8.0 * math.log(1 + n / df_ids[i]) * min(doc.idents[i], 3) / 3
-    return total
+def _text_scores(index: SearchIndex, pool: list[str], query: Query) -> dict[str, float]:
+    """Entries of the pool that hold every live word and identifier, with their scores. A word or
+    identifier no entry holds is not live (it is ignored, as Pagefind ignores it)."""
+    docs = index.docs
+    n = max(len(docs), 1)
+    terms: list[dict[str, float]] = []
+    for w in query.words:
+        found = {slug: s for slug, d in docs.items() if (s := _term_score(d, w))}
+        terms += [{slug: s * math.log(1 + n / len(found)) for slug, s in found.items()}] if found else []
+    for i in query.idents:
+        found = {slug: min(d.idents[i], 3) / 3 for slug, d in docs.items() if i in d.idents}
+        terms += [{slug: 8.0 * s * math.log(1 + n / len(found)) for slug, s in found.items()}] if found else []
+    if not terms:
+        return {}
+    return {slug: sum(t[slug] for t in terms) for slug in pool if all(slug in t for t in terms)}
 
 
 def search(index: SearchIndex, query: Query) -> list[Hit]:
     """Entries that carry every query tag, ranked best first (ties by slug)."""
     catalog = index.catalog
     pool = [s for s, r in catalog.records.items() if all(t in r.tags for t in query.tags)]
-    n = max(len(catalog.records), 1)
-    fp = _fingerprint_scores(catalog, query.free) if query.free.strip() else {}
+    fp = _fingerprint_scores(catalog, query.free) if _looks_pasted(query.free) else {}
+    # A long pasted line that names its entries: its other words would only add noise.
+    textual = not (len(_ALNUM_RE.findall(query.free)) >= LONG_PASTE and any(s >= FINGERPRINT_BOOST * CONFIDENT for s in fp.values()))
 
     scores: dict[str, float] = {}
-    if query.words or query.idents:
-        df_words = {w: sum(1 for d in index.docs.values() if _term_score(d, w) > 0) for w in query.words}
-        df_ids = {i: sum(1 for d in index.docs.values() if i in d.idents) for i in query.idents}
-        live_words = [w for w in query.words if df_words[w]]
-        live_ids = [i for i in query.idents if df_ids[i]]
-        if live_words or live_ids:
-            for slug in pool:
-                total = _text_score(index.docs[slug], live_words, live_ids, df_words, df_ids, n)
-                if total is not None:
-                    scores[slug] = total
-    elif query.tags:
+    if textual and (query.words or query.idents):
+        scores = _text_scores(index, pool, query)
+    elif textual and query.tags:
         # Tags alone: entries where the tags come first in the tag list are the most about them.
         for slug in pool:
             tags = catalog.records[slug].tags

@@ -27,9 +27,10 @@ from .patterns import required_literals
 from .schema import STRENGTH_SCORE
 from .search import SearchIndex, id_token
 
-__all__ = ["PAIR_MIN", "SENTINEL", "TagPair", "entry_token", "search_doc", "search_files", "shard_of", "tag_pairs"]
+__all__ = ["PAIRS_ON_SEARCH_PAGE", "PAIR_MIN", "SENTINEL", "TagPair", "entry_token", "search_doc", "search_files", "shard_of", "tag_pairs"]
 
 PAIR_MIN = 3  # a tag pair gets its own page when at least this many entries carry both tags
+PAIRS_ON_SEARCH_PAGE = 24  # the most shared; every pair is linked from both of its tags' pages
 SENTINEL = "zxsearchdoc"  # starts the hidden block; the browser cuts excerpts there
 FP_PER_SHARD = 64
 FP_MAX_SHARDS = 256
@@ -48,7 +49,7 @@ def search_doc(index: SearchIndex, rec: Record, category_title: str) -> dict[str
         "category_title": category_title,
         "tags": list(rec.tags),
         "summary": rec.entry.summary,
-        "tokens": " ".join([entry_token(rec.slug), *index.id_tokens(rec.slug)]),
+        "tokens": " ".join([entry_token(rec.slug), *index.id_tokens(rec.slug, repeat=1)]),
     }
 
 
@@ -130,7 +131,6 @@ def search_files(catalog: Catalog) -> list[tuple[str, str]]:
         "tags": [[t, len(catalog.by_tag[t])] for t in catalog.tags],
         "aliases": dict(sorted(catalog.aliases.items())),
         "categories": [[c.name, c.title, len(catalog.by_category[c.name])] for c in catalog.categories.values()],
-        "pairs": [p.name for p in tag_pairs(catalog)],
         "fp_shards": shards,
         "sentinel": SENTINEL,
     }

@@ -35,6 +35,12 @@ class Page:
         self.page.goto(self.url + "search/" + (f"?q={quote_plus(query)}" if query else "") + extra)
         self.settled()
 
+    def ask(self, query: str) -> None:
+        """Type a new query into the open search page and press Enter (no page load)."""
+        self.page.fill("#search-q", query)
+        self.page.press("#search-q", "Enter")
+        self.settled()
+
     def settled(self) -> None:
         self.page.wait_for_selector('#search-results[aria-busy="false"]', state="attached")
 
@@ -94,12 +100,13 @@ def test_words_and_a_pasted_error_line_find_their_entries(tab: Page) -> None:
     assert any(m.startswith("Watchdog caught collective operation timeout") for m in marks), marks
 
 
-@pytest.mark.parametrize("ident", ["NCCL_BUFFSIZE", "torch.cuda.OutOfMemoryError", "bucket_cap_mb", "c10d", "-9"])
-def test_identifiers_find_exactly_the_entries_that_contain_them(tab: Page, index, ident: str) -> None:
-    expected = {s for s, d in index.docs.items() if ident.lower() in d.idents}
-    assert expected, f"no real entry mentions {ident} any more; pick another identifier"
-    tab.search(ident)
-    assert set(tab.all_slugs()) == expected
+def test_identifiers_find_exactly_the_entries_that_contain_them(tab: Page, index) -> None:
+    tab.search()
+    for ident in ["NCCL_BUFFSIZE", "torch.cuda.OutOfMemoryError", "bucket_cap_mb", "c10d", "-9"]:
+        expected = {s for s, d in index.docs.items() if ident.lower() in d.idents}
+        assert expected, f"no real entry mentions {ident} any more; pick another identifier"
+        tab.ask(ident)
+        assert set(tab.all_slugs()) == expected, ident
 
 
 def test_sigkill_finds_only_entries_that_say_it(tab: Page, real_site: Path) -> None:
@@ -157,7 +164,7 @@ def test_no_results_suggests_tags(tab: Page) -> None:
     assert "No entries match “zzzzqqq”" in empty.inner_text()
     assert empty.locator("a.chip").count() >= 3
     assert tab.slugs() == []
-    tab.search("#dpp bucket")
+    tab.ask("#dpp bucket")
     assert "There is no tag #dpp. Did you mean #ddp?" in tab.page.locator("#search-empty").inner_text()
     tab.page.click("#search-empty a:has-text('#ddp')")
     tab.settled()

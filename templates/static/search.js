@@ -20,6 +20,7 @@
   var PAGE = 10;
   var FACETS = ["category", "tag"];
   var MAX_LINE = 4096;
+  var LONG_PASTE = 8; // words: a log line rather than a phrase
 
   var meta = null; // search/meta.json
   var pagefind = null;
@@ -101,9 +102,8 @@
     }
     return h >>> 0;
   }
-  function looksPasted(free) {
-    return (free.match(/[A-Za-z0-9]+/g) || []).length >= 3 || free.length >= 24;
-  }
+  function wordCount(text) { return (text.match(/[A-Za-z0-9]+/g) || []).length; }
+  function looksPasted(free) { return wordCount(free) >= 3 || free.length >= 24; }
   function getJSON(path) {
     if (!shardCache[path]) {
       shardCache[path] = fetch(new URL(path, root).href).then(function (r) {
@@ -178,12 +178,14 @@
   }
 
   // One result set: the fingerprint hits, then Pagefind's full-text results, with facet counts.
-  function runSet(q, fps, filters) {
+  // textual=false: a pasted log line named its entries; its words would only add noise.
+  function runSet(q, fps, filters, textual) {
     var tagWords = q.tags.join(" ").replace(/-/g, " ");
-    var searches = [
+    var searches = !textual ? [null, null] : [
       q.term ? pagefind.search(q.term, { filters: filters }) : (q.tags.length ? pagefind.search(null, { filters: filters }) : null),
       !q.term && q.tags.length ? pagefind.search(tagWords, { filters: filters }) : null,
-    ].concat(fps.map(function (h) { return pagefind.search(entryToken(h.slug), { filters: filters }); }));
+    ];
+    searches = searches.concat(fps.map(function (h) { return pagefind.search(entryToken(h.slug), { filters: filters }); }));
     return Promise.all(searches).then(function (res) {
       var main = res[0], ranker = res[1], fpRes = res.slice(2);
       var items = [];
@@ -218,8 +220,9 @@
   function execute(q) {
     var my = ++seq;
     return fingerprintHits(q.free).then(function (fps) {
-      var sets = [runSet(q, fps, filtersFor(q, null))];
-      FACETS.forEach(function (f) { sets.push(state[f].length ? runSet(q, fps, filtersFor(q, f)) : null); });
+      var textual = !(wordCount(q.free) >= LONG_PASTE && fps.some(function (h) { return h.confident; }));
+      var sets = [runSet(q, fps, filtersFor(q, null), textual)];
+      FACETS.forEach(function (f) { sets.push(state[f].length ? runSet(q, fps, filtersFor(q, f), textual) : null); });
       return Promise.all(sets).then(function (r) {
         var counts = {};
         FACETS.forEach(function (f, i) { counts[f] = (r[i + 1] || r[0]).counts[f] || {}; });

@@ -1,0 +1,127 @@
+"""What one search costs the reader: bytes transferred for queries on a big synthetic site.
+
+    python bench/search_bytes.py --count 10000          # corpus from entries/, build, measure
+    python bench/search_bytes.py --site /tmp/site10k    # measure an already built site
+
+Builds the synthetic corpus of bench/corpus.py (search index included), serves it on 127.0.0.1
+and opens /search/?q=... in headless Chromium with an empty cache, once per query. Every response
+is counted as it crossed the wire (this server sends no compression; Pagefind's own chunks are
+gzip already), and again as a server that gzips text (like GitHub Pages) would send it.
+The page itself (HTML, CSS, site scripts) is reported apart from what the search loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote_plus, urlsplit
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "tests"))
+
+QUERIES = [
+    "#ddp #oom bucket",
+    "watchdog",
+    "NCCL_BUFFSIZE",
+    "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.",
+]
+PAGE = (".html", ".css", "site.js", "theme.js", "searchbox.js", "favicon")
+
+
+def build_site(source: Path, count: int, work: Path) -> Path:
+    from corpus import make_corpus
+
+    from generator.build import build
+    from generator.config import load_config
+
+    corpus = work / "entries"
+    make_corpus(source, count, corpus)
+    started = time.perf_counter()
+    out = work / "site"
+    build(corpus, out, load_config(REPO).with_base_url("http://127.0.0.1/"))
+    print(f"built {count} entries in {time.perf_counter() - started:.1f} s into {out}")
+    return out
+
+
+def _wire(path: str, body: bytes) -> int:
+    """The size a gzip-serving host would send: text compressed, Pagefind's gzip chunks as they are."""
+    if path.endswith((".pf_meta", ".pf_index", ".pf_filter", ".pf_fragment", ".pagefind")):
+        return len(body)
+    return min(len(body), len(gzip.compress(body, 6)))
+
+
+def measure(site: Path, queries: list[str]) -> None:
+    from browser import CHROMIUM, CHROMIUM_ARGS, serve_dir
+    from playwright.sync_api import sync_playwright
+
+    server, url = serve_dir(site)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            for q in queries:
+                ctx = browser.new_context()
+                page = ctx.new_page()
+                seen: list[tuple[str, int, int, int]] = []
+
+                def done(request) -> None:  # type: ignore[no-untyped-def]
+                    response = request.response()
+                    if response is None:
+                        return
+                    sizes = request.sizes()
+                    body = response.body()
+                    path = urlsplit(request.url).path
+                    seen.append((path, sizes["responseBodySize"] + sizes["responseHeadersSize"], len(body), _wire(path, body)))
+
+                page.on("requestfinished", done)
+                started = time.perf_counter()
+                page.goto(url + "search/?q=" + quote_plus(q))
+                page.wait_for_selector('#search-results[aria-busy="false"]', state="attached", timeout=120_000)
+                elapsed = time.perf_counter() - started
+                page.wait_for_timeout(300)  # let late requests finish
+                results = page.locator(".result").count()
+                status = page.locator("#search-status").inner_text()
+                search = [s for s in seen if not s[0].endswith(PAGE)]
+                shell = [s for s in seen if s[0].endswith(PAGE)]
+                print(f"\nquery {q[:70]!r}: {status} ({results} shown) in {elapsed:.2f} s")
+                print(f"  search: {len(search)} requests, {sum(s[1] for s in search):,} bytes transferred; "
+                      f"{sum(s[3] for s in search):,} bytes from a gzip-serving host")
+                print(f"  page:   {len(shell)} requests, {sum(s[1] for s in shell):,} bytes transferred; "
+                      f"{sum(s[3] for s in shell):,} bytes from a gzip-serving host")
+                for path, wire, raw, gz in sorted(search, key=lambda s: -s[1]):
+                    print(f"    {wire:>9,}  {gz:>9,}  {path}")
+                ctx.close()
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--count", type=int, default=10_000, help="entries in the synthetic corpus (default: 10000)")
+    p.add_argument("--from", dest="source", type=Path, default=REPO / "entries", help="the entries to clone (default: entries/)")
+    p.add_argument("--site", type=Path, help="measure this built site instead of building one")
+    p.add_argument("--keep", type=Path, help="build into this folder (kept) instead of a temporary one")
+    p.add_argument("--query", action="append", help="a query to measure (repeatable; default: four typical ones)")
+    args = p.parse_args(argv)
+    queries = args.query or QUERIES
+    if args.site:
+        measure(args.site, queries)
+        return 0
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        measure(build_site(args.source, args.count, args.keep), queries)
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        measure(build_site(args.source, args.count, Path(tmp)), queries)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
