@@ -1,33 +1,42 @@
 """The pipeline: read → catalog (load + validate + cross-entry) → pages → render → write.
 
 `build()` reads like the house: each stage is a function in its own module, data flows one way.
+The build cache (cache.py) and the worker pool (parallel.py) only decide what can be skipped or
+spread over the cores; the output is the same byte for byte.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .catalog import Catalog, build_catalog
+from .cache import BuildCache, digest, input_stamp, source_fingerprint
+from .catalog import Catalog, ParseResult, build_catalog
 from .config import Config
-from .gitdates import git_dates
-from .indexer import run_pagefind
+from .gitdates import git_dates, git_head
 from .markdown import pygments_css
-from .pages import plan_pages
-from .problems import Problem
-from .read import read_source
+from .pages import Page, plan_pages
+from .parallel import run_parallel
+from .problems import BuildFailed, Problem
+from .read import Source, read_source
 from .render import TEMPLATES, Renderer, static_files
+from .validate import parse_entry
 from .write import SiteWriter
 
 __all__ = ["BuildResult", "build", "load_catalog"]
+
+DEFAULT_CACHE = Path(".cache") / "build"  # what the CLI uses unless --no-cache or --cache-dir
 
 
 @dataclass(frozen=True)
 class BuildResult:
     out: Path
     pages: int  # HTML pages
-    files: int  # every file written
+    files: int  # every file in the site
     warnings: tuple[Problem, ...]
+    rendered: int = 0  # pages rendered in this build (the rest were reused)
+    unchanged: bool = False  # nothing changed: the site was left as it was
 
 
 def load_catalog(entries: Path) -> Catalog:
@@ -35,23 +44,119 @@ def load_catalog(entries: Path) -> Catalog:
     return build_catalog(read_source(entries))
 
 
-def build(entries: Path, out: Path, config: Config, templates: Path = TEMPLATES, search: bool = True) -> BuildResult:
-    """The whole pipeline; `search=False` skips the Pagefind index (the search page finds nothing)."""
-    catalog = load_catalog(entries)
-    pages = plan_pages(catalog, config, git_dates(entries))
-    renderer = Renderer(config, templates)
-    writer = SiteWriter(out)
+def _parse_all(source: Source, cache: BuildCache, jobs: int | None) -> dict[str, ParseResult]:
+    """Every entry file's parse result: from the cache when its bytes are known, else parsed
+    (in parallel when there are many)."""
+    results: dict[str, ParseResult] = {}
+    misses = []
+    for path, _category, _slug, raw in source.entries:
+        key = digest(raw)
+        hit = cache.parsed.get(key)
+        if hit is not None:
+            results[path] = (hit, [])
+        else:
+            misses.append((path, raw, key))
+    parsed = run_parallel(_parse_one, [(p, raw) for p, raw, _ in misses], jobs=jobs, min_items=64)
+    for (path, _raw, key), result in zip(misses, parsed):
+        results[path] = result
+        if result[0] is not None and cache.folder is not None:
+            cache.parsed[key] = result[0].slim()
+            cache.dirty = True
+    return results
+
+
+def _parse_one(item: tuple[str, bytes]) -> ParseResult:
+    path, raw = item
+    return parse_entry(raw, path)
+
+
+def _page_key(page: Page, salt: str, entry_keys: dict[str, str]) -> str:
+    """Everything a page's output depends on: the site-wide salt, the page itself, and the
+    content (and date) of every entry whose data it shows, in the order it shows them."""
+    return digest(salt, page.path, page.template or "", "\0".join(f"{s}={entry_keys.get(s, '')}" for s in page.entries), page.extra)
+
+
+def _render_to(item: tuple[Page, str]) -> None:
+    """Render one page straight into its place in the new site (runs in a worker)."""
+    page, target = item
+    data = _RENDERER.render(page)
+    with open(target, "w", encoding="utf-8", newline="") as f:
+        f.write(data)
+
+
+_RENDERER: Renderer  # set before the workers fork, so they inherit it
+
+
+def build(
+    entries: Path,
+    out: Path,
+    config: Config,
+    templates: Path = TEMPLATES,
+    search: bool = True,
+    cache_dir: Path | None = None,
+    jobs: int | None = None,
+) -> BuildResult:
+    """The whole pipeline. `search=False` skips the Pagefind index; `cache_dir=None` is a cold
+    build that neither reads nor writes the cache; `jobs` caps the worker processes."""
+    global _RENDERER
+    cache = BuildCache.open(cache_dir)
+    out_abs = out.resolve() if out.exists() else out.absolute()
+    stamp = input_stamp(
+        [entries, templates, Path(__file__).resolve().parent],
+        json.dumps([repr(config), search, str(out_abs), git_head(entries)]),
+    )
+    if cache_dir is not None and stamp == cache.stamp and cache.site == str(out_abs) and out_abs.is_dir():
+        pages = sum(1 for p in cache.pages if p.endswith(".html"))
+        return BuildResult(out_abs, pages, len(cache.pages), (), rendered=0, unchanged=True)
+
+    source = read_source(entries)
+    cache.load_parsed()
+    parsed = _parse_all(source, cache, jobs)
     try:
+        catalog = build_catalog(source, parsed)
+    except BuildFailed:
+        cache.save_parsed({digest(raw) for *_, raw in source.entries})  # the valid files stay known
+        raise
+    dates = git_dates(entries)
+    pages = plan_pages(catalog, config, dates)
+
+    salt = digest(
+        source_fingerprint(templates), repr(config), str(search),
+        source.tags[1] if source.tags else b"", source.categories[1] if source.categories else b"",
+    )
+    entry_keys = {
+        slug: digest(raw, dates.get(f"{category}/{slug}.yaml", ""))
+        for _path, category, slug, raw in source.entries
+    }
+    _RENDERER = Renderer(config, templates)
+    writer = SiteWriter(out)
+    keys: dict[str, str] = {}
+    rendered = 0
+    try:
+        todo: list[tuple[Page, str]] = []
         for page in pages:
-            writer.add(page.path, renderer.render(page))
+            if page.template is None:
+                writer.add(page.path, page.body or "")
+                continue
+            key = keys[page.path] = _page_key(page, salt, entry_keys)
+            previous = out_abs / page.path
+            if cache.pages.get(page.path) == key and cache.site == str(out_abs) and writer.link(page.path, previous):
+                continue
+            todo.append((page, str(writer.reserve(page.path))))
+        run_parallel(_render_to, todo, jobs=jobs, min_items=32)
+        rendered = len(todo)
         for path, data in static_files(templates):
             writer.add(path, data)
         writer.add("static/pygments.css", pygments_css())
         if search and catalog.records:
+            from .indexer import run_pagefind
+
             run_pagefind(writer.tmp, expected_pages=len(catalog.records))
     except BaseException:
         writer.abort()
         raise
     writer.commit()
+    keep = {digest(raw) for *_, raw in source.entries}
+    cache.save(stamp, keys, out_abs, keep)
     html = sum(p.path.endswith(".html") for p in pages)
-    return BuildResult(writer.out, html, len(writer.written), catalog.warnings)
+    return BuildResult(writer.out, html, len(writer.written), catalog.warnings, rendered=rendered)

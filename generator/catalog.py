@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .problems import BuildFailed, Problem
@@ -112,7 +113,7 @@ def _entry_tags(parsed: Parsed, path: str, aliases: dict[str, str], problems: li
     return tuple(out)
 
 
-SIMILAR_SCAN = 2_000  # co-tagged entries looked at per entry; keeps large corpora linear
+SIMILAR_SCAN = 400  # co-tagged entries looked at per entry; keeps large corpora linear
 
 
 def _similar(records: dict[str, Record], by_tag: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
@@ -140,8 +141,14 @@ def _similar(records: dict[str, Record], by_tag: dict[str, tuple[str, ...]]) -> 
     return out
 
 
-def build_catalog(source: Source) -> Catalog:
-    """Validate every file and every cross-entry rule; raise BuildFailed with all errors."""
+ParseResult = tuple[Parsed | None, list[Problem]]
+
+
+def build_catalog(source: Source, parsed_files: Mapping[str, ParseResult] | None = None) -> Catalog:
+    """Validate every file and every cross-entry rule; raise BuildFailed with all errors.
+
+    `parsed_files` (display path → parse result) lets the caller supply results it already has
+    (from the build cache, or parsed in parallel); other files are parsed here."""
     problems: list[Problem] = list(source.problems)
     tags, aliases = _registry_tags(source, problems)
     categories = _registry_categories(source, problems)
@@ -161,7 +168,7 @@ def build_catalog(source: Source) -> Catalog:
             problems.append(
                 Problem(path, 0, 0, f"unknown category '{category}'{suggest(category, set(categories))} (categories are listed in categories.yaml)")
             )
-        result, errs = parse_entry(raw, path)
+        result, errs = parsed_files[path] if parsed_files and path in parsed_files else parse_entry(raw, path)
         problems.extend(errs)
         if result is not None:
             parsed[slug] = (path, category, result)

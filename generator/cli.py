@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .problems import BuildFailed, FailpediaError, Problem
+from .problems import BuildFailed, FailpediaError, Problem, UsageError
 
 __all__ = ["main"]
 
@@ -87,17 +87,29 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .build import build
     from .config import load_config
 
+    from .build import DEFAULT_CACHE
+    from .render import TEMPLATES
+
     config = load_config(Path(args.project)).with_base_url(args.base_url)
     out = Path(args.out)
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    cache_dir = None if args.no_cache else Path(args.cache_dir) if args.cache_dir else Path(args.project) / DEFAULT_CACHE
+    templates = Path(args.templates) if args.templates else TEMPLATES
     try:
-        result = build(Path(args.entries), out, config, search=not args.no_search)
+        result = build(Path(args.entries), out, config, templates, search=not args.no_search, cache_dir=cache_dir, jobs=args.jobs)
     except BuildFailed as e:
         _print_problems(e.problems)
         errors = sum(p.severity == "error" for p in e.problems)
         print(f"build failed: {errors} error{'s' * (errors != 1)}; {out} was left as it was", file=sys.stderr)
         return 1
+    if result.unchanged:
+        print(f"nothing changed since the last build; {out}/ is up to date")
+        return 0
     _print_problems(result.warnings)
-    print(f"built {result.pages} pages ({result.files} files) into {out}/ — open {out}/index.html or run 'failpedia serve'")
+    reused = f", {result.pages - result.rendered if result.rendered < result.pages else 0} reused" if cache_dir else ""
+    print(f"built {result.pages} pages ({result.files} files, {result.rendered} rendered{reused}) into {out}/ — "
+          f"open {out}/index.html or run 'failpedia serve'")
     return 0
 
 
@@ -142,6 +154,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="site", metavar="DIR", help="output folder (default: site)")
     p.add_argument("--base-url", default=None, metavar="URL", help="absolute URL the site is served from (default: [tool.failpedia] base_url)")
     p.add_argument("--no-search", action="store_true", help="skip the Pagefind search index (faster; the search page then finds nothing)")
+    p.add_argument("--no-cache", action="store_true", help="cold build: neither read nor write the build cache")
+    p.add_argument("--cache-dir", default=None, metavar="DIR", help="where the build cache lives (default: .cache/build)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: one per core)")
+    p.add_argument("--templates", default=None, metavar="DIR", help=argparse.SUPPRESS)
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_build)
 

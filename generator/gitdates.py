@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-__all__ = ["git_dates"]
+__all__ = ["git_dates", "git_head"]
 
 
 def git_dates(entries: Path) -> dict[str, str]:
@@ -36,3 +36,13 @@ def git_dates(entries: Path) -> dict[str, str]:
                 continue
             dates.setdefault(key, current)  # newest first
     return dates
+
+
+def git_head(path: Path) -> str:
+    """The commit checked out around `path` ('' outside git): dates change only when it does."""
+    try:
+        return subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=20, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""

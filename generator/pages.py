@@ -8,6 +8,8 @@ and incremental builds: each page also lists the entry slugs whose content it sh
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,11 @@ class Page:
     body: str | None = None
     entries: tuple[str, ...] = ()  # slugs whose content appears on this page
     in_sitemap: bool = False
+    make: Callable[[], dict[str, Any]] | None = None  # the costly part of the context, built on render
+    extra: str = ""  # anything else the page depends on, for the build cache's page key
+
+    def full_context(self) -> dict[str, Any]:
+        return {**self.context, **self.make()} if self.make else self.context
 
     @property
     def url(self) -> str:
@@ -59,6 +66,13 @@ def category_url(category: str) -> str:
 def _card(catalog: Catalog, slug: str) -> dict[str, Any]:
     rec = catalog.records[slug]
     return {"slug": slug, "url": entry_url(slug), "title": rec.entry.title, "summary": rec.entry.summary, "tags": rec.tags}
+
+
+def _entry_page(catalog: Catalog, rec: Record, config: Config, dates: dict[str, str], sindex: SearchIndex) -> dict[str, Any]:
+    """The costly part of an entry page's context (markdown, highlighting); built when rendered."""
+    ctx = _entry_context(catalog, rec, config, dates)
+    ctx["search_doc"] = search_doc(sindex, rec, catalog.categories[rec.category].title)
+    return ctx
 
 
 def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[str, str]) -> dict[str, Any]:
@@ -154,6 +168,9 @@ def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
                     "window": fp.window,
                     "strength": fp.strength.value,
                     "score": STRENGTH_SCORE[fp.strength],
+                    "rising": fp.rising,
+                    "share_above": fp.share_above,
+                    "times": fp.times,
                 }
             )
     entries = {
@@ -187,9 +204,12 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         for c in catalog.categories.values()
     ]
 
-    def add(path: str, template: str, context: dict[str, Any], entries: tuple[str, ...] = (), sitemap: bool = True) -> None:
+    def add(
+        path: str, template: str, context: dict[str, Any], entries: tuple[str, ...] = (), sitemap: bool = True,
+        make: Callable[[], dict[str, Any]] | None = None, extra: str = "",
+    ) -> None:
         ctx = {"root": _root(path), "page_path": path, **context}
-        pages.append(Page(path, template, ctx, entries=entries, in_sitemap=sitemap))
+        pages.append(Page(path, template, ctx, entries=entries, in_sitemap=sitemap, make=make, extra=extra))
 
     add(
         "index.html",
@@ -199,11 +219,16 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     )
     sindex = SearchIndex.build(catalog)
     pairs = tag_pairs(catalog)
+    camel = sindex.global_digest() if hasattr(sindex, "global_digest") else ""
     for slug, rec in catalog.records.items():
-        ctx = _entry_context(catalog, rec, config, dates)
-        ctx["search_doc"] = search_doc(sindex, rec, catalog.categories[rec.category].title)
-        linked = (slug, *rec.entry.related, *rec.entry.often_causes, *catalog.caused_by[slug], *catalog.backlinks[slug], *catalog.similar[slug])
-        add(f"{slug}/index.html", "entry.html", {"title": rec.entry.title, "description": rec.entry.summary, **ctx}, tuple(sorted(set(linked))))
+        groups = (rec.entry.related, rec.entry.often_causes, catalog.caused_by[slug], catalog.backlinks[slug], catalog.similar[slug])
+        linked = tuple(sorted({slug, *(s for g in groups for s in g)}))
+        add(
+            f"{slug}/index.html", "entry.html", {"title": rec.entry.title, "description": rec.entry.summary}, linked,
+            make=partial(_entry_page, catalog, rec, config, dates, sindex),
+            # the lists of linked entries depend on other entries' tags too: they are part of the key
+            extra=repr((groups, dates.get(_key(rec), ""), camel)),
+        )
     add("tags/index.html", "tags.html", {"title": "All tags", "tags": [{"name": t, "count": n, "description": catalog.tags[t].description} for t, n in used_tags]}, all_slugs)
     for t, tag in catalog.tags.items():
         slugs = catalog.by_tag[t]

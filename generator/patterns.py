@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 import warnings
 from dataclasses import dataclass
 
@@ -587,6 +588,10 @@ class _CoverParser:
 
 def required_literals(pattern: str) -> list[str]:
     """Substrings one of which every match of a checked `pattern` contains ([] = none known)."""
-    parser = _CoverParser(pattern)
-    cover = parser.alternation()
-    return sorted(cover) if cover else []
+    return list(_required_literals(pattern))
+
+
+@lru_cache(maxsize=65536)
+def _required_literals(pattern: str) -> tuple[str, ...]:
+    cover = _CoverParser(pattern).alternation()
+    return tuple(sorted(cover)) if cover else ()

@@ -31,7 +31,7 @@ class Renderer:
     def render(self, page: Page) -> str:
         if page.template is None:
             return page.body or ""
-        return self.env.get_template(page.template).render(page.context)
+        return self.env.get_template(page.template).render(page.full_context())
 
 
 @lru_cache(maxsize=None)

@@ -32,6 +32,19 @@ class Parsed:
     entry: Entry
     loaded: Loaded
 
+    def slim(self) -> "Parsed":
+        """Only the positions cross-entry checks use (tags, related, often_causes): what the
+        build cache keeps, a fraction of the full map."""
+        keep = ("tags", "related", "often_causes")
+        return Parsed(
+            self.entry,
+            Loaded(
+                None,
+                {k: v for k, v in self.loaded.positions.items() if not k or k[0] in keep},
+                {k: v for k, v in self.loaded.key_positions.items() if k and k[0] in keep},
+            ),
+        )
+
 
 def suggest(word: str, choices: list[str] | set[str]) -> str:
     """' did you mean 'x'?' or ''."""

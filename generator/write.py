@@ -30,6 +30,33 @@ class SiteWriter:
         self.spellings: dict[str, str] = {}  # lower-cased path or folder → the spelling written
 
     def add(self, rel: str, content: str | bytes) -> None:
+        target = self.reserve(rel)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        try:
+            with open(target, "wb") as f:
+                f.write(data)
+        except OSError as e:  # a file where a folder must go, or the reverse
+            raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
+
+    def link(self, rel: str, previous: Path) -> bool:
+        """Reuse an unchanged file of the previous site (a hard link, no rewrite). False when the
+        previous file is gone; the caller then renders it."""
+        target = self.reserve(rel)
+        try:
+            os.link(previous, target)
+        except FileNotFoundError:
+            self.written.discard(rel)
+            return False
+        except OSError:  # another file system, or links not allowed: copy instead
+            try:
+                shutil.copyfile(previous, target)
+            except OSError:
+                self.written.discard(rel)
+                return False
+        return True
+
+    def reserve(self, rel: str) -> Path:
+        """Check a path and claim it; returns where its content goes (its folder exists)."""
         p = PurePosixPath(rel)
         if p.is_absolute() or ".." in p.parts or not p.parts or "\\" in rel or rel != p.as_posix():
             raise FailpediaError(f"refusing to write {rel!r}: output paths must stay inside the site folder")
@@ -46,13 +73,11 @@ class SiteWriter:
                 raise FailpediaError(f"refusing to write {rel!r}: it and {seen!r} differ only in case; rename one of their sources")
         self.written.add(rel)
         target = self.tmp / rel
-        data = content.encode("utf-8") if isinstance(content, str) else content
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "wb") as f:
-                f.write(data)
-        except OSError as e:  # a file where a folder must go, or the reverse
+        except OSError as e:  # a file where a folder must go
             raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
+        return target
 
     def commit(self) -> None:
         """Swap the new folder in place of the old one."""

@@ -1,0 +1,100 @@
+"""The build cache is only an optimisation: after every kind of change, an incremental build
+equals a cold build byte for byte, and a no-op rebuild touches nothing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import sample_files, valid_entry, write_tree
+from generator.build import build
+from generator.config import Config
+from generator.render import TEMPLATES
+from sitecheck import tree_digest
+
+CONFIG = Config(base_url="https://example.org/")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> dict[str, Path]:
+    templates = tmp_path / "templates"
+    shutil.copytree(TEMPLATES, templates)
+    entries = write_tree(tmp_path / "entries", sample_files())
+    return {"entries": entries, "templates": templates, "cache": tmp_path / "cache", "site": tmp_path / "site", "cold": tmp_path / "cold"}
+
+
+def incremental(p: dict[str, Path]):
+    return build(p["entries"], p["site"], CONFIG, p["templates"], search=False, cache_dir=p["cache"], jobs=1)
+
+
+def assert_same_as_cold(p: dict[str, Path]) -> None:
+    build(p["entries"], p["cold"], CONFIG, p["templates"], search=False, cache_dir=None, jobs=1)
+    assert tree_digest(p["site"]) == tree_digest(p["cold"])
+
+
+def edit_entry(p, rel: str, **changes) -> None:
+    path = p["entries"] / rel
+    data = yaml.safe_load(path.read_text())
+    data.update(changes)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+CHANGES = {
+    "entry text": lambda p: edit_entry(p, "memory/gpu-oom.yaml", summary="A new quick answer for the GPU OOM entry, in two sentences."),
+    "entry title (shown on linked pages)": lambda p: edit_entry(p, "distributed/nccl-hang.yaml", title="NCCL hang, renamed"),
+    "entry tags": lambda p: edit_entry(p, "memory/gpu-oom.yaml", tags=["oom", "nccl"]),
+    "new entry": lambda p: write_tree(p["entries"], {"memory/host-oom.yaml": valid_entry(title="Host OOM", related=["gpu-oom"])}),
+    "removed entry": lambda p: (p["entries"] / "distributed/nccl-hang.yaml").unlink()
+    or edit_entry(p, "memory/gpu-oom.yaml", often_causes=[])
+    or edit_entry(p, "distributed/ddp-oom.yaml", related=["gpu-oom"]),
+    "tag registry": lambda p: (p["entries"] / "tags.yaml").write_text(
+        (p["entries"] / "tags.yaml").read_text().replace("Out-of-memory failures of every kind.", "Running out of memory.")
+    ),
+    "category registry": lambda p: (p["entries"] / "categories.yaml").write_text(
+        (p["entries"] / "categories.yaml").read_text().replace("title: Memory", "title: Memory and allocation")
+    ),
+    "template": lambda p: (p["templates"] / "entry.html").write_text(
+        (p["templates"] / "entry.html").read_text().replace("Quick answer", "The quick answer")
+    ),
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_incremental_build_equals_cold_build(project, change: str) -> None:
+    first = incremental(project)
+    assert first.rendered == first.pages + 2  # cold: every templated page (+ sitemap.xml and feed.xml)
+    CHANGES[change](project)
+    result = incremental(project)
+    assert not result.unchanged
+    assert_same_as_cold(project)
+    if change in ("entry text", "entry title (shown on linked pages)"):
+        assert 0 < result.rendered < first.rendered  # only the pages that show it
+
+
+def test_noop_rebuild_touches_nothing(project) -> None:
+    incremental(project)
+    before = {p: p.stat().st_mtime_ns for p in project["site"].rglob("*")}
+    result = incremental(project)
+    assert result.unchanged and result.rendered == 0
+    assert {p: p.stat().st_mtime_ns for p in project["site"].rglob("*")} == before
+
+
+def test_unchanged_pages_are_linked_not_rewritten(project) -> None:
+    incremental(project)
+    page = "categories/distributed/index.html"  # lists ddp-oom and nccl-hang, not gpu-oom
+    inode = (project["site"] / page).stat().st_ino
+    CHANGES["entry text"](project)  # gpu-oom changes
+    incremental(project)
+    assert (project["site"] / page).stat().st_ino == inode
+
+
+def test_a_damaged_cache_is_ignored(project) -> None:
+    incremental(project)
+    for f in project["cache"].iterdir():
+        f.write_bytes(b"\x00garbage")
+    CHANGES["entry text"](project)
+    incremental(project)
+    assert_same_as_cold(project)
