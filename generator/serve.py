@@ -96,8 +96,9 @@ def _unexpected(e: BaseException, templates: Path) -> Problem:
 class Builder:
     """Runs one build at a time and publishes each outcome to whoever waits on `changed`."""
 
-    def __init__(self, entries: Path, out: Path, config: Config, templates: Path = TEMPLATES) -> None:
+    def __init__(self, entries: Path, out: Path, config: Config, templates: Path = TEMPLATES, cache_dir: Path | None = None) -> None:
         self.entries, self.out, self.config, self.templates = entries, out, config, templates
+        self.cache_dir = cache_dir  # the build cache: only what an edit touched is rendered again
         self.state = BuildState()
         self.changed = threading.Condition()
         self.stopping = False
@@ -112,7 +113,7 @@ class Builder:
             start = time.monotonic()
             static_files.cache_clear()  # a template's static file may have changed on disk
             try:
-                result = build(self.entries, self.out, self.config, self.templates)
+                result = build(self.entries, self.out, self.config, self.templates, cache_dir=self.cache_dir)
             except BuildFailed as e:
                 state = BuildState(self.state.build + 1, False, tuple(e.problems), (), time.monotonic() - start)
             except Exception as e:  # the server must survive any failed build; it reports it instead
@@ -302,7 +303,10 @@ def _inside(path: Path, folder: Path) -> bool:
 class DevServer:
     """The HTTP server, the watcher and the builder, started and stopped together."""
 
-    def __init__(self, entries: Path, out: Path, config: Config, host: str, port: int, log: Log, templates: Path = TEMPLATES) -> None:
+    def __init__(
+        self, entries: Path, out: Path, config: Config, host: str, port: int, log: Log, templates: Path = TEMPLATES,
+        cache_dir: Path | None = None,
+    ) -> None:
         if not entries.is_dir():
             raise FailpediaError(f"{entries}: entries folder not found; pass --entries DIR")
         for watched in (entries, templates):
@@ -313,7 +317,7 @@ class DevServer:
         shown = "127.0.0.1" if host in ("", "0.0.0.0") else ("localhost" if host == "::" else host)
         shown = f"[{shown}]" if ":" in shown else shown
         self.url = f"http://{shown}:{self.httpd.server_address[1]}/"
-        self.builder = Builder(entries, out, config.with_base_url(self.url), templates)
+        self.builder = Builder(entries, out, config.with_base_url(self.url), templates, cache_dir)
         self.httpd.builder = self.builder
         self.httpd.session = secrets.token_hex(8)
         self.stop_event = threading.Event()
@@ -414,7 +418,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     templates = Path(args.templates) if args.templates else TEMPLATES
     if not templates.is_dir():
         raise FailpediaError(f"{templates}: templates folder not found")
-    server = DevServer(Path(args.entries), Path(args.out), config, args.host, args.port, log, templates)
+    from .build import DEFAULT_CACHE
+
+    server = DevServer(Path(args.entries), Path(args.out), config, args.host, args.port, log, templates, Path(args.project) / DEFAULT_CACHE)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
