@@ -24,6 +24,7 @@ def diagnose_page(browser, site_url: str):
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(site_url + "diagnose/")
     wait_until(page, "document.querySelector('#diagnose-form').dataset.ready === 'true'")
+    page.wait_for_load_state("networkidle")  # the favicon and the like: loading is over
     yield page
     assert errors == []
     ctx.close()
