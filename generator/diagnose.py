@@ -30,10 +30,13 @@ import json
 import re
 import sys
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from ahocorasick_rs import BytesAhoCorasick
 
 from .patterns import MAX_LINE, compile_pattern, required_literals
 
@@ -94,7 +97,8 @@ class _FpState:
     count: int = 0
     near_confirmed: bool = False
     evidence: list[Evidence] = field(default_factory=list)
-    last_near: int = -(10**12)
+    last_near: int = -(10**12)  # the last line known to match `near`
+    near_lines: deque[list[Any]] = field(default_factory=deque)  # [line, raw bytes, matched?] within the window
     pending: list[Evidence] = field(default_factory=list)
     previous: float | None = None  # numeric fingerprints: the last captured value
     streak: int = 0  # rising: lines in a row whose value rose
@@ -131,6 +135,11 @@ class Match:
         }
 
 
+def _segments(line: str) -> list[str]:
+    """Rule 1: a line is matched segment by segment, split on carriage returns, each cut short."""
+    return [s[:MAX_LINE] for s in line.split("\r")] if "\r" in line else [line[:MAX_LINE]]
+
+
 def _rank_of(line: str) -> int | None:
     head = line[:120]
     for rx in _RANK_RES:
@@ -157,6 +166,10 @@ class Matcher:
                 self.literals.setdefault(lit.encode(), []).append((0, i))
             for lit in fp["near_literals"]:
                 self.literals.setdefault(lit.encode(), []).append((1, i))
+        # One Aho-Corasick pass finds every literal at once (Rust; ~400 MB/s with 150 literals).
+        self._literal_list = list(self.literals)
+        self._targets = [frozenset(self.literals[lit]) for lit in self._literal_list]
+        self._scanner = BytesAhoCorasick(self._literal_list) if self._literal_list else None
         self.carry = b""
         self.line_base = 0  # lines before the current chunk
         self.lines_seen = 0
@@ -182,13 +195,15 @@ class Matcher:
         if b"\x1b" in chunk:
             chunk = _ANSI_BYTES.sub(b"", chunk)
         hits: dict[int, set[tuple[int, int]]] = {}  # line start → {(kind, fp)}
-        for lit, targets in self.literals.items():
-            pos = chunk.find(lit)
-            while pos >= 0:
-                start = chunk.rfind(b"\n", 0, pos) + 1
-                hits.setdefault(start, set()).update(targets)
-                end = chunk.find(b"\n", pos)
-                pos = chunk.find(lit, end + 1 if end >= 0 else len(chunk))
+        found = self._scanner.find_matches_as_indexes(chunk, overlapping=True) if self._scanner else []
+        line_start, line_end = -1, -1
+        for lit_index, pos, _end in found:
+            if not line_start <= pos < line_end:  # a new line (matches of one line come together)
+                line_start = chunk.rfind(b"\n", 0, pos) + 1
+                line_end = chunk.find(b"\n", pos)
+                line_end = len(chunk) if line_end < 0 else line_end
+                current = hits.setdefault(line_start, set())
+            current.update(self._targets[lit_index])
         line_no = self.line_base
         prev = 0
         for start in sorted(hits):
@@ -196,24 +211,23 @@ class Matcher:
             prev = start
             end = chunk.find(b"\n", start)
             raw = chunk[start : end if end >= 0 else len(chunk)]
-            self._match_line(line_no + 1, raw.decode("utf-8", "replace"), hits[start])
+            targets = hits[start]
+            for kind, i in sorted(targets):
+                if kind == 1:
+                    self._near_candidate(i, line_no + 1, raw)
+            if any(kind == 0 for kind, _ in targets):
+                self._match_line(line_no + 1, raw.decode("utf-8", "replace"), targets)
         newlines = chunk.count(b"\n")
         self.line_base += newlines if not final_line_open else newlines
         self.lines_seen = self.line_base
 
     def _match_line(self, number: int, line: str, targets: set[tuple[int, int]]) -> None:
-        segments = [s[:MAX_LINE] for s in line.split("\r")]
-        rank = _rank_of(line)
-        near_fps = sorted(i for kind, i in targets if kind == 1)
-        for i in near_fps:
-            rx = self.nears[i]
-            if rx is not None and any(rx.search(s) for s in segments):
-                self._near(i, number)
+        segments = _segments(line)
         for i in sorted(i for kind, i in targets if kind == 0):
             found = next((m for m in map(self.patterns[i].search, segments) if m), None)
             if found is None:
                 continue
-            ev = Evidence(self.file, number, rank, found.string.strip()[:EVIDENCE_CHARS])
+            ev = Evidence(self.file, number, _rank_of(line), found.string.strip()[:EVIDENCE_CHARS])
             if self.fps[i].get("rising") or self.fps[i].get("share_above"):
                 self._numeric(i, found, ev)
             else:
@@ -240,9 +254,42 @@ class Matcher:
         if st.good >= fp["times"]:
             self._confirm(i, ev, near=False)
 
+    def _near_candidate(self, i: int, number: int, raw: bytes) -> None:
+        """A line that holds one of `near`'s literals. Its regex runs only when a hit needs it:
+        now if hits are pending, else when a later hit looks back (most lines never need it)."""
+        st = self.state[i]
+        window = self.fps[i]["window"]
+        while st.near_lines and st.near_lines[0][0] < number - window:
+            st.near_lines.popleft()
+        entry = [number, raw, None]
+        st.near_lines.append(entry)
+        if st.pending and self._near_matches(i, entry):
+            self._near(i, number)
+
+    def _near_matches(self, i: int, entry: list[Any]) -> bool:
+        if entry[2] is None:
+            rx = self.nears[i]
+            entry[2] = rx is not None and any(rx.search(s) for s in _segments(entry[1].decode("utf-8", "replace")))
+            if entry[2]:
+                self.state[i].last_near = max(self.state[i].last_near, entry[0])
+        return bool(entry[2])
+
+    def _near_before(self, i: int, number: int) -> bool:
+        """Whether a line within the window before `number` (or `number` itself) matches `near`."""
+        st = self.state[i]
+        window = self.fps[i]["window"]
+        if number - st.last_near <= window:
+            return True
+        for entry in reversed(st.near_lines):
+            if entry[0] < number - window:
+                break
+            if entry[0] <= number and self._near_matches(i, entry):
+                return True
+        return False
+
     def _near(self, i: int, number: int) -> None:
         st = self.state[i]
-        st.last_near = number
+        st.last_near = max(st.last_near, number)
         window = self.fps[i]["window"]
         for ev in st.pending:
             if ev.line >= number - window:
@@ -254,7 +301,7 @@ class Matcher:
         st = self.state[i]
         if not fp.get("near"):
             self._confirm(i, ev, near=False)
-        elif ev.line - st.last_near <= fp["window"]:
+        elif self._near_before(i, ev.line):
             self._confirm(i, ev, near=True)
         else:
             st.pending = [p for p in st.pending if p.line >= ev.line - fp["window"]]
@@ -432,7 +479,10 @@ def _follow(spec: dict[str, Any], path: str, base_url: str, args: Any) -> int:
             # No new data: match the unterminated last line too, without consuming it.
             probe = Matcher(spec, path)
             probe.state = [
-                _FpState(s.count, s.near_confirmed, list(s.evidence), s.last_near, list(s.pending), s.previous, s.streak, s.good)
+                _FpState(
+                    s.count, s.near_confirmed, list(s.evidence), s.last_near, list(s.pending),
+                    deque(list(e) for e in s.near_lines), s.previous, s.streak, s.good,
+                )
                 for s in m.state
             ]
             probe.line_base = m.line_base

@@ -1,0 +1,180 @@
+"""Diagnose throughput next to `grep -E -f` over the same patterns, on the same synthetic log.
+
+    python bench/diagnose_speed.py               # 1 GiB log, the real fingerprints and 10x that set
+    python bench/diagnose_speed.py --mib 200     # a smaller run
+
+The log is realistic training noise (progress lines, INFO lines, NCCL INFO, warnings, tqdm bars
+with carriage returns) with a few real error lines near the end. Each run is timed as a whole
+process (peak RSS from wait4). The patterns are converted to POSIX ERE for grep (\\d → [0-9],
+(?: → (, lazy marks dropped); grep runs with LC_ALL=C, its fast path. The 10x set adds nine
+variants of every fingerprint (the original pattern or-ed with a distinct literal), so the
+literal prefilter and the regexes both have ten times the work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+NOISE = [
+    "[rank{r}]: {ts} | INFO | step {n:>7} | loss {l:.4f} | lr 3.0e-04 | tokens/s {t:.1f} | grad_norm {g:.3f}",
+    "{ts} node-3:41872:42011 [{r}] NCCL INFO Channel {c:02d}/0 : {r} -> {r2} via P2P/IPC",
+    "[default{r}]:[W ProcessGroupNCCL.cpp:1856] Warning: TORCH_NCCL_AVOID_RECORD_STREAMS is the default now",
+    "Epoch {e}:  {p}%|{bar}| {n}/{m} [{mm}:{ss}<00:00, 3.21it/s, loss={l:.3f}]\r",
+    "{ts} - WARNING - transformers.modeling_utils - Some weights of the model checkpoint were not used when initializing",
+    "[rank{r}]:   File \"/opt/conda/lib/python3.11/site-packages/torch/nn/modules/module.py\", line 1739, in _call_impl",
+]
+ERRORS = [
+    "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB of which 1.20 GiB is free.",
+    "[rank0]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600081 milliseconds before timing out.",
+]
+
+
+def make_log(path: Path, mib: int, seed: int = 7) -> int:
+    rnd = random.Random(seed)
+    target = mib * 1024 * 1024
+    written = lines = 0
+    with path.open("w", encoding="utf-8") as f:
+        while written < target:
+            block = []
+            for _ in range(2000):
+                tpl = rnd.choice(NOISE)
+                block.append(tpl.format(
+                    r=rnd.randint(0, 7), r2=rnd.randint(0, 7), ts="2024-05-01 12:00:%02d" % rnd.randint(0, 59),
+                    n=rnd.randint(0, 10**6), l=rnd.random() * 3, t=rnd.random() * 1e5, g=rnd.random(), c=rnd.randint(0, 31),
+                    e=rnd.randint(0, 9), p=rnd.randint(0, 100), bar="#" * rnd.randint(0, 10), m=1000, mm=rnd.randint(0, 59), ss=rnd.randint(0, 59),
+                ))
+            text = "\n".join(block) + "\n"
+            f.write(text)
+            written += len(text)
+            lines += len(block)
+        for e in ERRORS:
+            f.write(e + "\n")
+    return lines + len(ERRORS)
+
+
+def to_ere(pattern: str) -> str | None:
+    """The portable subset as POSIX ERE for GNU grep, or None if a construct has no ERE form."""
+    out = pattern.replace("(?:", "(")
+    out = re.sub(r"([*+?}])\?", r"\1", out)  # lazy → greedy: same lines match
+    out = re.sub(r"\\x([0-9a-fA-F]{2})", lambda m: re.escape(chr(int(m.group(1), 16))), out)
+    if re.search(r"\[[^\]]*\\[dDsSwW]", out):  # class escapes inside brackets: no ERE form
+        return None
+    out = out.replace("\\d", "[0-9]").replace("\\D", "[^0-9]")
+    return out
+
+
+def measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - started
+    if proc.stderr:
+        proc.stderr.close()
+    return elapsed, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
+def variant_entries(factor: int, work: Path) -> Path:
+    """A copy of entries/ whose fingerprint list is `factor` times longer (for the 10x run)."""
+    import yaml
+
+    dest = work / f"entries-x{factor}"
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(REPO / "entries", dest)
+    for path in dest.glob("*/*.yaml"):
+        data = yaml.safe_load(path.read_text())
+        fps = data.get("fingerprints", [])
+        extra = []
+        for k in range(1, factor):
+            for fp in fps:
+                v = dict(fp)
+                v["pattern"] = f"{fp['pattern']}|zq{k}x{path.stem.replace('-', '')} marker"
+                extra.append(v)
+        data["fingerprints"] = fps + extra
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return dest
+
+
+def patterns_of(entries: Path) -> list[str]:
+    from generator.build import load_catalog
+
+    try:
+        catalog = load_catalog(entries)
+    except Exception:  # the 10x copy exceeds the schema's 20-fingerprint limit: read it raw
+        import yaml
+
+        return [fp["pattern"] for p in sorted(entries.glob("*/*.yaml")) for fp in yaml.safe_load(p.read_text()).get("fingerprints", [])]
+    return [fp.pattern for rec in catalog.records.values() for fp in rec.entry.fingerprints]
+
+
+CHILD = """
+import json, sys, time
+from pathlib import Path
+sys.path.insert(0, {repo!r})
+import yaml
+from generator.diagnose import Matcher, matcher_spec, rank_hits
+from generator.schema import STRENGTH_SCORE, Strength
+entries = Path(sys.argv[1])
+fps, info = [], {{}}
+for p in sorted(entries.glob("*/*.yaml")):
+    d = yaml.safe_load(p.read_text())
+    info[p.stem] = {{"title": d["title"], "url": p.stem + "/", "summary": "", "fix": "", "often_causes": d.get("often_causes", [])}}
+    for i, fp in enumerate(d.get("fingerprints", [])):
+        fps.append({{"slug": p.stem, "id": f"{{p.stem}}#{{i}}", "pattern": fp["pattern"], "near": fp.get("near"),
+                     "window": fp.get("window", 40), "strength": fp.get("strength", "strong"),
+                     "score": STRENGTH_SCORE[Strength(fp.get("strength", "strong"))], "rising": fp.get("rising", False),
+                     "share_above": fp.get("share_above"), "times": fp.get("times", 5)}})
+spec = matcher_spec({{"version": 1, "flags": "", "fingerprints": fps, "entries": info}})
+m = Matcher(spec, sys.argv[2])
+with open(sys.argv[2], "rb") as f:
+    while data := f.read(4 << 20):
+        m.feed(data)
+m.close()
+print(json.dumps([x.slug for x in rank_hits(spec, [m])]))
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--mib", type=int, default=1024)
+    p.add_argument("--workdir", type=Path, default=None)
+    args = p.parse_args(argv)
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="failpedia-diag-"))
+    log = work / "big.log"
+    lines = make_log(log, args.mib)
+    size = log.stat().st_size / 1024 / 1024
+    print(f"log: {size:.0f} MiB, {lines:,} lines ({work})", file=sys.stderr)
+    env = {**os.environ, "LC_ALL": "C"}
+    rows = []
+    for label, entries in (("1x", REPO / "entries"), ("10x", variant_entries(10, work))):
+        pats = patterns_of(entries)
+        ere = [e for e in (to_ere(x) for x in pats) if e]
+        pf = work / f"patterns-{label}.txt"
+        pf.write_text("\n".join(ere) + "\n")
+        script = work / "child.py"
+        script.write_text(CHILD.format(repo=str(REPO)))
+        t_py, rss_py, _ = measure([sys.executable, str(script), str(entries), str(log)])
+        t_grep, rss_grep, _ = measure(["grep", "-E", "-c", "-f", str(pf), str(log)], env)
+        rows.append((label, len(pats), len(ere), t_py, rss_py, t_grep, rss_grep))
+    print(f"\n{size:.0f} MiB log")
+    print(f"{'set':5} {'patterns':>8} {'(grep)':>7} {'diagnose s':>11} {'MB/s':>7} {'RSS MiB':>8} {'grep s':>7} {'MB/s':>7} {'RSS MiB':>8} {'ratio':>6}")
+    for label, n, ne, tp, rp, tg, rg in rows:
+        print(f"{label:5} {n:8} {ne:7} {tp:11.1f} {size / tp:7.0f} {rp:8.0f} {tg:7.1f} {size / tg:7.0f} {rg:8.0f} {tp / tg:6.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
