@@ -219,7 +219,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     )
     sindex = SearchIndex.build(catalog)
     pairs = tag_pairs(catalog)
-    camel = sindex.global_digest() if hasattr(sindex, "global_digest") else ""
+    camel = sindex.global_digest()
     for slug, rec in catalog.records.items():
         groups = (rec.entry.related, rec.entry.often_causes, catalog.caused_by[slug], catalog.backlinks[slug], catalog.similar[slug])
         linked = tuple(sorted({slug, *(s for g in groups for s in g)}))
