@@ -341,3 +341,15 @@ def test_any_text_renders_without_scripts_handlers_or_bad_links(lines: list[str]
         return
     pages = {p: t for p, t in site.items() if p.startswith(("evil-", "tags/oom/", "categories/memory/", "api/", "feed"))}
     assert audit(pages) == []
+
+
+def test_every_site_section_is_a_reserved_slug(hostile_site: dict[str, str]) -> None:
+    """An entry whose slug names a section would take over its folder (or be refused as a double
+    write): every top-level folder the site has must be reserved."""
+    from generator.catalog import RESERVED_SLUGS
+
+    slugs = {e["slug"] for e in json.loads(hostile_site["api/entries.json"])["entries"]}
+    sections = {path.split("/")[0] for path in hostile_site if "/" in path} - slugs
+    assert {"tags", "categories", "api"} <= sections  # the folders pages.py writes
+    missing = (sections | {"static", "pagefind"}) - RESERVED_SLUGS  # and those build.py adds
+    assert not missing, missing
