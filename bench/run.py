@@ -123,7 +123,7 @@ def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool) -> dict[str
 
     results["template changed"] = median_of(repeat, touch_template, base, REPO)
     results["search indexing alone"] = median_of(
-        repeat, None, [PY, "-c", f"from generator.indexer import run_pagefind; from pathlib import Path; run_pagefind(Path({str(site)!r}), expected_pages=0)"], REPO
+        repeat, None, [PY, "-c", f"from generator.indexer import run_pagefind; from pathlib import Path; run_pagefind(Path({str(site)!r}), expected_pages={count})"], REPO
     )
     if not skip_hugo and shutil.which("hugo"):
         project = hugo_project(corpus, work / "hugo")
