@@ -7,7 +7,8 @@ Builds the synthetic corpus of bench/corpus.py (search index included), serves i
 and opens /search/?q=... in headless Chromium with an empty cache, once per query. Every response
 is counted as it crossed the wire (this server sends no compression; Pagefind's own chunks are
 gzip already), and again as a server that gzips text (like GitHub Pages) would send it.
-The page itself (HTML, CSS, site scripts) is reported apart from what the search loads.
+The page itself (HTML, CSS, site scripts) is reported apart from what the search loads. Then a
+second query is typed into the same page, and what it adds is reported too.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ QUERIES = [
     "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.",
 ]
 PAGE = (".html", ".css", "site.js", "theme.js", "searchbox.js", "favicon")
+SECOND = "nccl timeout"
 
 
 def build_site(source: Path, count: int, work: Path) -> Path:
@@ -95,6 +97,14 @@ def measure(site: Path, queries: list[str]) -> None:
                       f"{sum(s[3] for s in shell):,} bytes from a gzip-serving host")
                 for path, wire, raw, gz in sorted(search, key=lambda s: -s[1]):
                     print(f"    {wire:>9,}  {gz:>9,}  {path}")
+                before = len(seen)
+                page.fill("#search-q", SECOND)
+                page.press("#search-q", "Enter")
+                page.wait_for_selector('#search-results[aria-busy="false"]', state="attached", timeout=120_000)
+                page.wait_for_timeout(300)
+                more = seen[before:]
+                print(f"  then {SECOND!r} in the same page: {len(more)} requests, {sum(s[1] for s in more):,} bytes transferred; "
+                      f"{sum(s[3] for s in more):,} bytes from a gzip-serving host")
                 ctx.close()
             browser.close()
     finally:

@@ -5,7 +5,7 @@ search page loads, and tag-pair pages.
   (summary, tags), the quick answer again with a high weight, and one `id_token` word per
   identifier so Pagefind finds `NCCL_BUFFSIZE` whole instead of splitting it.
 - `search_files` → `search/meta.json` (tags, aliases, categories) and `search/fp/*.json`: the
-  fingerprint patterns (`{"fingerprints": [[slug, pattern, near, window, score], ...]}`) in
+  fingerprint patterns (`{"fingerprints": [[[slug, ...], pattern, near, window, score], ...]}`) in
   shards keyed by a word every matching line contains, so a pasted line loads only the shards
   of its own words (`any.json`, for patterns without such a word, is always loaded).
 - `tag_pairs` → the tag pairs shared by enough entries to deserve a static page.
@@ -32,7 +32,7 @@ __all__ = ["PAIRS_ON_SEARCH_PAGE", "PAIR_MIN", "SENTINEL", "TagPair", "entry_tok
 PAIR_MIN = 3  # a tag pair gets its own page when at least this many entries carry both tags
 PAIRS_ON_SEARCH_PAGE = 24  # the most shared; every pair is linked from both of its tags' pages
 SENTINEL = "zxsearchdoc"  # starts the hidden block; the browser cuts excerpts there
-FP_PER_SHARD = 64
+FP_PER_SHARD = 64  # (entry, fingerprint) pairs per shard, roughly
 FP_MAX_SHARDS = 256
 
 
@@ -113,11 +113,14 @@ def _anchors(pattern: str) -> list[str] | None:
 
 def search_files(catalog: Catalog) -> list[tuple[str, str]]:
     """(site path, JSON text) of every file search.js loads besides Pagefind's own."""
-    fps = []
+    # One record per distinct matcher, with every entry that has it (entries share common ones).
+    owners: dict[tuple[str, str, int, int], list[str]] = {}
     for slug, rec in catalog.records.items():
         for fp in rec.entry.fingerprints:
-            fps.append(([slug, fp.pattern, fp.near or "", fp.window, STRENGTH_SCORE[fp.strength]], _anchors(fp.pattern)))
-    shards = max(1, min(FP_MAX_SHARDS, math.ceil(len(fps) / FP_PER_SHARD)))
+            owners.setdefault((fp.pattern, fp.near or "", fp.window, STRENGTH_SCORE[fp.strength]), []).append(slug)
+    fps = [([sorted(set(slugs)), *key], _anchors(key[0])) for key, slugs in sorted(owners.items())]
+    refs = sum(len(record[0]) for record, _ in fps)  # a record weighs as many entries as it names
+    shards = max(1, min(FP_MAX_SHARDS, math.ceil(refs / FP_PER_SHARD)))
     buckets: list[list[list[Any]]] = [[] for _ in range(shards)]
     anywhere: list[list[Any]] = []
     for record, anchors in fps:

@@ -272,7 +272,8 @@ def test_every_fingerprint_is_in_a_shard_its_lines_load(tmp_path: Path) -> None:
         {"pattern": r"exitcode\s*:\s*-9", "examples": ["exitcode  : -9 (pid: 1234)"]},
     ]
     # enough fingerprints for several shards (fresh objects: the YAML writer would alias repeats)
-    fps = [{"pattern": f["pattern"], "examples": list(f["examples"]), "strength": "strong"} for _ in range(45) for f in base]
+    # distinct patterns (identical ones share a record) that match the same lines
+    fps = [{"pattern": f["pattern"] + f"x{{0,{k + 1}}}", "examples": list(f["examples"]), "strength": "strong"} for k in range(45) for f in base]
     files["memory/gpu-oom.yaml"] = {**files["memory/gpu-oom.yaml"], "fingerprints": fps[:20]}  # type: ignore[dict-item]
     for i in range(8):
         files[f"memory/extra-{i}.yaml"] = valid_entry(title=f"Extra {i}", fingerprints=fps[20 + i * 20 : 40 + i * 20], related=["gpu-oom"])
@@ -285,7 +286,7 @@ def test_every_fingerprint_is_in_a_shard_its_lines_load(tmp_path: Path) -> None:
             for line in fp.examples:
                 words = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", line)}
                 loaded = ["search/fp/any.json"] + [f"search/fp/{shard_of(w, shards)}.json" for w in words]
-                held = {(r[0], r[1]) for path in loaded for r in data[path]["fingerprints"]}
+                held = {(s, r[1]) for path in loaded for r in data[path]["fingerprints"] for s in r[0]}
                 assert (slug, fp.pattern) in held, (slug, fp.pattern, line)
 
 

@@ -132,8 +132,8 @@
       var seen = {};
       var scores = {};
       lists.forEach(function (list) {
-        list.fingerprints.forEach(function (rec) { // [slug, pattern, near, window, score]
-          var key = rec[0] + "\n" + rec[1] + "\n" + rec[2];
+        list.fingerprints.forEach(function (rec) { // [[slug, ...], pattern, near, window, score]
+          var key = rec[1] + "\n" + rec[2] + "\n" + rec[3] + "\n" + rec[4];
           if (seen[key]) return;
           seen[key] = true;
           var re = regex(rec[1]);
@@ -148,7 +148,9 @@
               return nre.test(l) && hits.some(function (h) { return Math.abs(i - h) <= rec[3]; });
             });
           }
-          (scores[rec[0]] = scores[rec[0]] || []).push({ score: rec[4] * (near ? 1 : 0.3), pattern: rec[1] });
+          rec[0].forEach(function (slug) {
+            (scores[slug] = scores[slug] || []).push({ score: rec[4] * (near ? 1 : 0.3), pattern: rec[1] });
+          });
         });
       });
       return Object.keys(scores).map(function (slug) {
