@@ -12,15 +12,21 @@ Three things are kept under the cache folder (`.cache/` by default, `--cache-dir
   unchanged is not rendered: its previous file is hard-linked into the new site.
 
 The cache is an optimisation only: a test proves an incremental build equals a cold one byte for
-byte after each kind of change. It is local state written by this tool, never by contributors.
+byte after each kind of change. It is local state written by this tool, never by contributors: a
+pull request can add files under `.cache/`, so both files carry an HMAC made with a key kept
+outside every checkout (`~/.cache/failpedia/cache-key`), and an unsigned or altered file is
+ignored. Unpickling a planted `parsed.pickle` would run its code; trusting planted page keys would
+publish planted pages.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import pickle
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,9 +81,53 @@ def source_fingerprint(templates: Path) -> str:
     return digest(*parts)
 
 
+def _secret() -> bytes | None:
+    """The signing key, from the user's cache folder (made on first use); None when unavailable."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "failpedia"
+    path = base / "cache-key"
+    try:
+        if not path.exists():
+            base.mkdir(parents=True, exist_ok=True)
+            tmp = base / f"cache-key.{os.getpid()}.{secrets.token_hex(4)}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(32))
+            try:
+                os.link(tmp, path)  # atomic: a build racing this one keeps the first key
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(tmp)
+        key = path.read_bytes()
+    except (OSError, RuntimeError):
+        return None
+    return key if len(key) == 32 else None
+
+
+def _mac(key: bytes, data: bytes) -> bytes:
+    return hmac.new(key, data, hashlib.sha256).digest()
+
+
+def _read_signed(path: Path, key: bytes) -> bytes | None:
+    """The payload of a file this tool signed, or None (missing, unsigned or altered)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    mac, payload = data[:32], data[32:]
+    return payload if hmac.compare_digest(mac, _mac(key, payload)) else None
+
+
+def _write_signed(path: Path, key: bytes, payload: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(_mac(key, payload) + payload)
+    os.replace(tmp, path)
+
+
 @dataclass
 class BuildCache:
     folder: Path | None  # None: disabled
+    key: bytes = field(default=b"", repr=False)  # signs and checks the cache files
     stamp: str = ""
     parsed: dict[str, Any] = field(default_factory=dict)
     pages: dict[str, str] = field(default_factory=dict)
@@ -86,11 +136,13 @@ class BuildCache:
 
     @classmethod
     def open(cls, folder: Path | None) -> "BuildCache":
-        cache = cls(folder)
-        if folder is None:
-            return cache
+        key = _secret() if folder is not None else None
+        if folder is None or key is None:
+            return cls(None)  # no key, no cache: every build is cold
+        cache = cls(folder, key)
         try:
-            meta = json.loads((folder / "pages.json").read_text(encoding="utf-8"))
+            payload = _read_signed(folder / "pages.json", key)
+            meta = json.loads(payload.decode("utf-8")) if payload is not None else {}
             if meta.get("format") == FORMAT:
                 cache.stamp, cache.pages, cache.site = meta["stamp"], meta["pages"], meta["site"]
         except (OSError, ValueError, KeyError, TypeError):
@@ -102,8 +154,8 @@ class BuildCache:
         if self.folder is None or self.parsed:
             return
         try:
-            with open(self.folder / "parsed.pickle", "rb") as f:
-                data = pickle.load(f)
+            payload = _read_signed(self.folder / "parsed.pickle", self.key)
+            data = pickle.loads(payload) if payload is not None else None  # only what this tool signed
             if isinstance(data, dict) and data.get("format") == FORMAT:
                 self.parsed = data["entries"]
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
@@ -115,10 +167,8 @@ class BuildCache:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         entries = {k: v for k, v in self.parsed.items() if k in keep}
-        tmp = self.folder / "parsed.pickle.tmp"
-        with open(tmp, "wb") as f:
-            pickle.dump({"format": FORMAT, "entries": entries}, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, self.folder / "parsed.pickle")
+        data = pickle.dumps({"format": FORMAT, "entries": entries}, protocol=pickle.HIGHEST_PROTOCOL)
+        _write_signed(self.folder / "parsed.pickle", self.key, data)
         self.dirty = False
 
     def save(self, stamp: str, pages: dict[str, str], site: Path, keep: set[str]) -> None:
@@ -127,6 +177,4 @@ class BuildCache:
             return
         self.save_parsed(keep)
         meta = {"format": FORMAT, "stamp": stamp, "site": str(site), "pages": pages}
-        tmp = self.folder / "pages.json.tmp"
-        tmp.write_text(json.dumps(meta, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.folder / "pages.json")
+        _write_signed(self.folder / "pages.json", self.key, json.dumps(meta, sort_keys=True).encode("utf-8"))

@@ -455,3 +455,38 @@ def test_load_never_throws_on_mutated_yaml(cuts: list[tuple[int, bytes]], tail: 
         assert e.message and not RAW_FORBIDDEN.search(e.message.replace("\n", " ")), repr(e.message)
     problems = problems_of(bytes(raw))
     assert_clean(problems)
+
+
+# --- The build cache: local state, never a contributor's ----------------------------------------
+
+
+class _Planted:
+    """A pickle that runs code when loaded: what a pull request could commit as the cache."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.touch, (self.marker,))
+
+
+def test_a_planted_build_cache_is_never_loaded(run_cli, tmp_path: Path) -> None:
+    import json
+    import pickle
+
+    project = tmp_path / "checkout"
+    entries = write_tree(project / "entries", sample_files())
+    out = project / "site"
+    marker = tmp_path / "pwned"
+    cache = project / ".cache" / "build"
+    cache.mkdir(parents=True)
+    (cache / "parsed.pickle").write_bytes(pickle.dumps({"format": 3, "entries": _Planted(marker)}))
+    planted_pages = {"format": 3, "stamp": "x", "site": str(out), "pages": {"index.html": "x"}}
+    (cache / "pages.json").write_text(json.dumps(planted_pages))
+    code, stdout, _ = run_cli("build", "--entries", str(entries), "--out", str(out), "--project", str(project), "--no-search")
+    assert code == 0 and not marker.exists()  # the pickle was not unpickled
+    assert "0 reused" in stdout
+    # The cache this tool writes itself still works: a second build changes nothing.
+    code, stdout, _ = run_cli("build", "--entries", str(entries), "--out", str(out), "--project", str(project), "--no-search")
+    assert code == 0 and not marker.exists()
+    assert "nothing changed" in stdout or "0 rendered" in stdout, stdout
