@@ -236,39 +236,52 @@ class _Doc:
     idents: Counter[str]  # every lower-case identifier variant → occurrences
 
 
+_CAMEL_WORD_RE = re.compile(r"(?<![A-Za-z0-9_.:/=\-])[A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*(?![A-Za-z0-9_.:/=\-])")
+
+
 @dataclass
 class SearchIndex:
-    """Per-entry words and identifiers, built once from the catalog."""
+    """Per-entry words and identifiers. The corpus-wide part (the camelCase vocabulary) is built
+    at once; an entry's own document only when asked for, so a build that renders a few pages
+    does the work of a few entries."""
 
     catalog: Catalog
-    docs: dict[str, _Doc] = field(default_factory=dict)
     camel: frozenset[str] = frozenset()  # words written in camelCase somewhere in the corpus
+    _docs: dict[str, _Doc] = field(default_factory=dict)
 
     @classmethod
     def build(cls, catalog: Catalog) -> "SearchIndex":
-        texts = {slug: entry_texts(rec) for slug, rec in catalog.records.items()}
         # A word written in camelCase anywhere is an identifier everywhere, so 'PyTorch' also
-        # finds the entries that write 'pytorch'.
-        camel = {
-            t.lower() for fields in texts.values() for parts in fields.values() for s in parts
-            for t in _TOKEN_RE.findall(s) if _CAMEL_RE.search(t) and t.isalnum()
-        }
-        docs = {}
-        for slug, fields in texts.items():
-            words = {}
-            for f, parts in fields.items():
-                counts = Counter(w for s in parts for w in _WORD_RE.findall(s.lower()))
-                words[f] = (sorted(counts), counts)
-            idents: Counter[str] = Counter()
-            for parts in fields.values():
-                for s in parts:
-                    for ident in identifiers(s):
-                        idents.update(identifier_variants(ident))
-                    for w in _WORD_RE.findall(s.lower()):
-                        if w in camel:
-                            idents[w] += 1
-            docs[slug] = _Doc(words, idents)
-        return cls(catalog, docs, frozenset(camel))
+        # finds the entries that write 'pytorch'. (One regex pass over all the text: a token of
+        # _TOKEN_RE that is alphanumeric and has a lower-to-upper hump.)
+        joined = "\n".join(s for rec in catalog.records.values() for parts in entry_texts(rec).values() for s in parts)
+        return cls(catalog, frozenset(t.lower() for t in _CAMEL_WORD_RE.findall(joined)))
+
+    def doc(self, slug: str) -> _Doc:
+        found = self._docs.get(slug)
+        if found is None:
+            found = self._docs[slug] = self._make_doc(entry_texts(self.catalog.records[slug]))
+        return found
+
+    @property
+    def docs(self) -> dict[str, _Doc]:
+        """Every entry's document (the CLI's ranking needs them all)."""
+        return {slug: self.doc(slug) for slug in self.catalog.records}
+
+    def _make_doc(self, fields: dict[str, list[str]]) -> _Doc:
+        words = {}
+        for f, parts in fields.items():
+            counts = Counter(w for s in parts for w in _WORD_RE.findall(s.lower()))
+            words[f] = (sorted(counts), counts)
+        idents: Counter[str] = Counter()
+        for parts in fields.values():
+            for s in parts:
+                for ident in identifiers(s):
+                    idents.update(identifier_variants(ident))
+                for w in _WORD_RE.findall(s.lower()):
+                    if w in self.camel:
+                        idents[w] += 1
+        return _Doc(words, idents)
 
     def global_digest(self) -> str:
         """What, besides an entry itself, decides its identifier words: the corpus's camelCase
@@ -277,7 +290,7 @@ class SearchIndex:
 
     def id_tokens(self, slug: str, repeat: int = 1) -> list[str]:
         """The identifier words Pagefind indexes for one entry (repeated by use, at most `repeat`)."""
-        return [id_token(i) for i, n in sorted(self.docs[slug].idents.items()) for _ in range(min(n, repeat))]
+        return [id_token(i) for i, n in sorted(self.doc(slug).idents.items()) for _ in range(min(n, repeat))]
 
 
 # --- Ranking ----------------------------------------------------------------------------------
