@@ -113,7 +113,7 @@ def _entry_tags(parsed: Parsed, path: str, aliases: dict[str, str], problems: li
     return tuple(out)
 
 
-SIMILAR_SCAN = 400  # co-tagged entries looked at per entry; keeps large corpora linear
+SIMILAR_SCAN = 150  # co-tagged entries looked at per entry; keeps large corpora linear
 
 
 def _similar(records: dict[str, Record], by_tag: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
