@@ -76,6 +76,20 @@ def _page_key(page: Page, salt: str, entry_keys: dict[str, str]) -> str:
     return digest(salt, page.path, page.template or "", "\0".join(f"{s}={entry_keys.get(s, '')}" for s in page.entries), page.extra)
 
 
+def _identity(key: str, path: Path) -> str:
+    """A page's key plus the identity of the file this build wrote for it (inode, size, mtime):
+    a file replaced since, e.g. by a checkout that commits site/, is rendered again, not trusted."""
+    try:
+        st = path.stat()
+    except OSError:
+        return key
+    return f"{key}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _unchanged(recorded: str | None, key: str, previous: Path) -> bool:
+    return recorded is not None and recorded == _identity(key, previous)
+
+
 def _render_to(item: tuple[Page, str]) -> None:
     """Render one page straight into its place in the new site (runs in a worker)."""
     page, target = item
@@ -140,7 +154,7 @@ def build(
                 continue
             key = keys[page.path] = _page_key(page, salt, entry_keys)
             previous = out_abs / page.path
-            if cache.pages.get(page.path) == key and cache.site == str(out_abs) and writer.link(page.path, previous):
+            if _unchanged(cache.pages.get(page.path), key, previous) and cache.site == str(out_abs) and writer.link(page.path, previous):
                 continue
             todo.append((page, str(writer.reserve(page.path))))
         run_parallel(_render_to, todo, jobs=jobs, min_items=32)
@@ -157,6 +171,7 @@ def build(
         raise
     writer.commit()
     keep = {digest(raw) for *_, raw in source.entries}
-    cache.save(stamp, keys, out_abs, keep)
+    if cache.folder is not None:
+        cache.save(stamp, {path: _identity(key, writer.out / path) for path, key in keys.items()}, out_abs, keep)
     html = sum(p.path.endswith(".html") for p in pages)
     return BuildResult(writer.out, html, len(writer.written), catalog.warnings, rendered=rendered)

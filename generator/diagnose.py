@@ -409,6 +409,14 @@ def _load_spec(entries: str) -> dict[str, Any]:
     return matcher_spec(fingerprint_data(load_catalog(Path(entries))))
 
 
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _printable(text: str) -> str:
+    """Log text for a terminal: escape sequences and bidi controls shown, never obeyed."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
+
+
 def _print_text(matches: list[Match], top: int, out: io.TextIOBase | Any) -> None:
     if not matches:
         print("No known failure matched this log.", file=out)
@@ -418,7 +426,7 @@ def _print_text(matches: list[Match], top: int, out: io.TextIOBase | Any) -> Non
         print(f"   {m.url}", file=out)
         for e in m.evidence:
             rank = f" [rank {e.rank}]" if e.rank is not None else ""
-            print(f"   {e.file}:{e.line}{rank}  {e.text}", file=out)
+            print(f"   {_printable(e.file)}:{e.line}{rank}  {_printable(e.text)}", file=out)
 
 
 def cmd_diagnose(args: Any) -> int:

@@ -297,3 +297,12 @@ def test_stdin_and_follow_end_to_end(sample: Path, tmp_path: Path) -> None:
         proc.wait(timeout=10)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def test_text_output_shows_control_characters_instead_of_obeying_them(run_cli, sample: Path, tmp_path: Path) -> None:
+    log = tmp_path / "evil.log"
+    log.write_text(f"[rank1]: {OOM} \x1b]0;pwned\x07 \u202etxt\n")
+    code, out, _ = cli(run_cli, sample, str(log))
+    assert code == 0
+    assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+    assert "\\x1b]0;pwned\\x07 \\u202etxt" in out

@@ -98,3 +98,14 @@ def test_a_damaged_cache_is_ignored(project) -> None:
     CHANGES["entry text"](project)
     incremental(project)
     assert_same_as_cold(project)
+
+
+def test_a_replaced_output_file_is_rendered_again_not_trusted(project) -> None:
+    incremental(project)
+    planted = project["site"] / "categories/distributed/index.html"
+    planted.unlink()
+    planted.write_text("<script>planted</script>")  # e.g. a checkout that commits site/
+    CHANGES["entry text"](project)  # not shown on that page: its key does not change
+    incremental(project)
+    assert "planted" not in planted.read_text()
+    assert_same_as_cold(project)
