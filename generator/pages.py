@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from . import markdown as md
 from . import seo
+from .safejson import safe_json as _json
 from .catalog import Catalog, Record
 from .config import Config
 from .diagnose import matcher_spec
@@ -186,10 +187,6 @@ def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
     return {"version": 1, "flags": "", "fingerprints": out, "entries": entries}
 
 
-def _json(data: Any) -> str:
-    """Compact JSON with <, > and & escaped, so the text stays inert even if inlined into HTML."""
-    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 
 
 def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None) -> list[Page]:

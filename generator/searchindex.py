@@ -15,13 +15,13 @@ Running Pagefind over the written site is `indexer.py`.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
+from .safejson import safe_json as _json
 from .catalog import Catalog, Record
 from .patterns import required_literals
 from .schema import STRENGTH_SCORE
@@ -142,6 +142,3 @@ def search_files(catalog: Catalog) -> list[tuple[str, str]]:
     return files
 
 
-def _json(data: Any) -> str:
-    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
