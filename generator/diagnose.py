@@ -38,7 +38,8 @@ from typing import Any, BinaryIO
 
 from ahocorasick_rs import BytesAhoCorasick
 
-from .patterns import MAX_LINE, compile_pattern, required_literals
+from .load import shown
+from .patterns import MAX_LINE, compile_pattern, plain_number, required_literals
 
 __all__ = ["Match", "Matcher", "diagnose_bytes", "matcher_spec", "rank_hits"]
 
@@ -105,12 +106,9 @@ class _FpState:
     good: int = 0  # share_above: lines whose share was high enough
 
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?", re.ASCII)
-
-
 def _number(text: str | None) -> float | None:
     """A captured number, or None: only plain decimals, which both engines parse alike."""
-    return float(text) if text is not None and _NUMBER.fullmatch(text) else None
+    return float(text) if plain_number(text) else None
 
 
 @dataclass(frozen=True)
@@ -172,7 +170,6 @@ class Matcher:
         self._scanner = BytesAhoCorasick(self._literal_list) if self._literal_list else None
         self.carry = b""
         self.line_base = 0  # lines before the current chunk
-        self.lines_seen = 0
 
     def feed(self, data: bytes) -> None:
         buf = self.carry + data
@@ -180,7 +177,7 @@ class Matcher:
         if cut < 0:
             self.carry = buf
             if len(self.carry) > CHUNK:  # one enormous line: match what we have, keep going
-                self._process(self.carry, final_line_open=True)
+                self._process(self.carry)
                 self.carry = b""
             return
         self.carry = buf[cut + 1 :]
@@ -191,7 +188,7 @@ class Matcher:
             self._process(self.carry + b"\n")
             self.carry = b""
 
-    def _process(self, chunk: bytes, final_line_open: bool = False) -> None:
+    def _process(self, chunk: bytes) -> None:
         if b"\x1b" in chunk:
             chunk = _ANSI_BYTES.sub(b"", chunk)
         hits: dict[int, set[tuple[int, int]]] = {}  # line start → {(kind, fp)}
@@ -217,9 +214,7 @@ class Matcher:
                     self._near_candidate(i, line_no + 1, raw)
             if any(kind == 0 for kind, _ in targets):
                 self._match_line(line_no + 1, raw.decode("utf-8", "replace"), targets)
-        newlines = chunk.count(b"\n")
-        self.line_base += newlines if not final_line_open else newlines
-        self.lines_seen = self.line_base
+        self.line_base += chunk.count(b"\n")
 
     def _match_line(self, number: int, line: str, targets: set[tuple[int, int]]) -> None:
         segments = _segments(line)
@@ -409,14 +404,6 @@ def _load_spec(entries: str) -> dict[str, Any]:
     return matcher_spec(fingerprint_data(load_catalog(Path(entries))))
 
 
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _printable(text: str) -> str:
-    """Log text for a terminal: escape sequences and bidi controls shown, never obeyed."""
-    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
-
-
 def _print_text(matches: list[Match], top: int, out: io.TextIOBase | Any) -> None:
     if not matches:
         print("No known failure matched this log.", file=out)
@@ -426,7 +413,8 @@ def _print_text(matches: list[Match], top: int, out: io.TextIOBase | Any) -> Non
         print(f"   {m.url}", file=out)
         for e in m.evidence:
             rank = f" [rank {e.rank}]" if e.rank is not None else ""
-            print(f"   {_printable(e.file)}:{e.line}{rank}  {_printable(e.text)}", file=out)
+            # log text is untrusted: escape sequences and bidi controls are shown, never obeyed
+            print(f"   {shown(e.file, 1000)}:{e.line}{rank}  {shown(e.text, EVIDENCE_CHARS)}", file=out)
 
 
 def cmd_diagnose(args: Any) -> int:

@@ -20,7 +20,7 @@ from functools import lru_cache
 import warnings
 from dataclasses import dataclass
 
-__all__ = ["MAX_LINE", "check_pattern", "compile_pattern", "required_literals"]
+__all__ = ["MAX_LINE", "check_pattern", "compile_pattern", "plain_number", "required_literals"]
 
 MAX_LINE = 4096  # the matchers look at this many characters of a line at most
 
@@ -202,6 +202,15 @@ class _Parser:
                     raise self.error(f"'\\{e}' is not portable between Python and JavaScript")
             self.i += 1
             first = False
+
+
+_PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?", re.ASCII)
+
+
+def plain_number(text: str | None) -> bool:
+    """Whether a captured group is a plain decimal (what numeric fingerprints compare; Python's
+    float() and JavaScript's parseFloat() read these alike)."""
+    return text is not None and _PLAIN_NUMBER.fullmatch(text) is not None
 
 
 def check_pattern(text: str) -> str | None:

@@ -7,7 +7,6 @@ Pure apart from nothing: takes bytes and a display path, returns values. Cross-e
 from __future__ import annotations
 
 import difflib
-import re
 import warnings
 from dataclasses import dataclass
 from typing import Any, TypeVar, get_args, get_origin
@@ -15,14 +14,13 @@ from typing import Any, TypeVar, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from .load import LoadError, Loaded, load_yaml, shown
-from .patterns import MAX_LINE, check_pattern, compile_pattern, required_literals
+from .patterns import MAX_LINE, check_pattern, compile_pattern, plain_number, required_literals
 from .problems import Problem
 from .schema import Category, Entry, Language, Tag
 
 __all__ = ["Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "suggest"]
 
 M = TypeVar("M", bound=BaseModel)
-_PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 @dataclass(frozen=True)
@@ -173,7 +171,7 @@ def _check_fingerprints(entry: Entry, loaded: Loaded, path: str) -> list[Problem
         for j, example in enumerate(fp.examples):
             found = rx.search(example[:MAX_LINE])
             if found and (fp.rising or fp.share_above) and not all(
-                g is not None and _PLAIN_NUMBER.fullmatch(g) for g in found.groups()[: 1 if fp.rising else 2]
+                plain_number(g) for g in found.groups()[: 1 if fp.rising else 2]
             ):
                 line, col = loaded.where(("fingerprints", i, "examples", j))
                 out.append(Problem(path, line, col, f"fingerprints[{i}].examples[{j}]: the captured groups must be plain numbers like 12 or 3.5"))
