@@ -14,7 +14,7 @@ from pathlib import Path
 from .cache import BuildCache, digest, input_stamp, source_fingerprint
 from .catalog import Catalog, ParseResult, build_catalog
 from .config import Config
-from .gitdates import git_dates, git_head
+from .gitdates import date_key, git_dates, git_head
 from .markdown import pygments_css
 from .pages import Page, plan_pages
 from .parallel import run_parallel
@@ -44,13 +44,13 @@ def load_catalog(entries: Path) -> Catalog:
     return build_catalog(read_source(entries))
 
 
-def _parse_all(source: Source, cache: BuildCache, jobs: int | None) -> dict[str, ParseResult]:
-    """Every entry file's parse result: from the cache when its bytes are known, else parsed
-    (in parallel when there are many)."""
+def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: int | None) -> dict[str, ParseResult]:
+    """Every entry file's parse result: from the cache when its bytes (hash) are known, else
+    parsed (in parallel when there are many)."""
     results: dict[str, ParseResult] = {}
     misses = []
     for path, _category, _slug, raw in source.entries:
-        key = digest(raw)
+        key = hashes[path]
         hit = cache.parsed.get(key)
         if hit is not None:
             results[path] = (hit, [])
@@ -124,12 +124,13 @@ def build(
         return BuildResult(out_abs, pages, len(cache.pages), (), rendered=0, unchanged=True)
 
     source = read_source(entries)
+    hashes = {path: digest(raw) for path, _category, _slug, raw in source.entries}  # each file hashed once
     cache.load_parsed()
-    parsed = _parse_all(source, cache, jobs)
+    parsed = _parse_all(source, hashes, cache, jobs)
     try:
         catalog = build_catalog(source, parsed)
     except BuildFailed:
-        cache.save_parsed({digest(raw) for *_, raw in source.entries})  # the valid files stay known
+        cache.save_parsed(set(hashes.values()))  # the valid files stay known
         raise
     dates = git_dates(entries)
     pages = plan_pages(catalog, config, dates)
@@ -139,8 +140,8 @@ def build(
         source.tags[1] if source.tags else b"", source.categories[1] if source.categories else b"",
     )
     entry_keys = {
-        slug: digest(raw, dates.get(f"{category}/{slug}.yaml", ""))
-        for _path, category, slug, raw in source.entries
+        slug: digest(hashes[path], dates.get(date_key(category, slug), ""))
+        for path, category, slug, _raw in source.entries
     }
     _RENDERER = Renderer(config, templates)
     writer = SiteWriter(out)
@@ -170,8 +171,7 @@ def build(
         writer.abort()
         raise
     writer.commit()
-    keep = {digest(raw) for *_, raw in source.entries}
     if cache.folder is not None:
-        cache.save(stamp, {path: _identity(key, writer.out / path) for path, key in keys.items()}, out_abs, keep)
+        cache.save(stamp, {path: _identity(key, writer.out / path) for path, key in keys.items()}, out_abs, set(hashes.values()))
     html = sum(p.path.endswith(".html") for p in pages)
     return BuildResult(writer.out, html, len(writer.written), catalog.warnings, rendered=rendered)

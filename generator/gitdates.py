@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-__all__ = ["git_dates", "git_head"]
+__all__ = ["date_key", "git_dates", "git_head"]
 
 
 def git_dates(entries: Path) -> dict[str, str]:
@@ -46,3 +46,8 @@ def git_head(path: Path) -> str:
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
+
+
+def date_key(category: str, slug: str) -> str:
+    """An entry's key in the `git_dates` map."""
+    return f"{category}/{slug}.yaml"

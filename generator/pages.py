@@ -20,6 +20,7 @@ from . import seo
 from .safejson import safe_json as _json
 from .catalog import Catalog, Record
 from .config import Config
+from .gitdates import date_key
 from .diagnose import matcher_spec
 from .schema import STACK_NAMES, STRENGTH_SCORE, entry_json_schema
 from .search import SearchIndex
@@ -312,4 +313,4 @@ def _page_date(page: Page, catalog: Catalog, dates: dict[str, str]) -> str:
 
 def _key(rec: Record) -> str:
     """The key of an entry in the git dates map."""
-    return f"{rec.category}/{rec.slug}.yaml"
+    return date_key(rec.category, rec.slug)
