@@ -247,6 +247,7 @@ class SearchIndex:
 
     catalog: Catalog
     camel: frozenset[str] = frozenset()  # words written in camelCase somewhere in the corpus
+    texts: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # entry_texts, read once
     _docs: dict[str, _Doc] = field(default_factory=dict)
 
     @classmethod
@@ -254,13 +255,14 @@ class SearchIndex:
         # A word written in camelCase anywhere is an identifier everywhere, so 'PyTorch' also
         # finds the entries that write 'pytorch'. (One regex pass over all the text: a token of
         # _TOKEN_RE that is alphanumeric and has a lower-to-upper hump.)
-        joined = "\n".join(s for rec in catalog.records.values() for parts in entry_texts(rec).values() for s in parts)
-        return cls(catalog, frozenset(t.lower() for t in _CAMEL_WORD_RE.findall(joined)))
+        texts = {slug: entry_texts(rec) for slug, rec in catalog.records.items()}
+        joined = "\n".join(s for fields in texts.values() for parts in fields.values() for s in parts)
+        return cls(catalog, frozenset(t.lower() for t in _CAMEL_WORD_RE.findall(joined)), texts)
 
     def doc(self, slug: str) -> _Doc:
         found = self._docs.get(slug)
         if found is None:
-            found = self._docs[slug] = self._make_doc(entry_texts(self.catalog.records[slug]))
+            found = self._docs[slug] = self._make_doc(self.texts[slug])
         return found
 
     @property
