@@ -60,14 +60,16 @@ def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: 
     for (path, _raw, key), result in zip(misses, parsed):
         results[path] = result
         if result[0] is not None and cache.folder is not None:
-            cache.parsed[key] = result[0].slim()
+            cache.parsed[key] = result[0]
             cache.dirty = True
     return results
 
 
 def _parse_one(item: tuple[str, bytes]) -> ParseResult:
+    """Parse in a worker; only the positions later stages use travel back (a tenth of the pickle)."""
     path, raw = item
-    return parse_entry(raw, path)
+    parsed, problems = parse_entry(raw, path)
+    return (parsed.slim() if parsed is not None else None), problems
 
 
 def _page_key(page: Page, salt: str, entry_keys: dict[str, str]) -> str:

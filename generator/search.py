@@ -75,6 +75,7 @@ _KEEP_DASH_RE = re.compile(r"-\d|--[A-Za-z]")
 _WORD_RE = re.compile(r"[a-z0-9]+")
 _ALNUM_RE = re.compile(r"[A-Za-z0-9]+")
 _ESCAPES = {"q": "qq", "_": "qu", ".": "qd", "-": "qh", ":": "qc", "/": "qs", "=": "qe"}
+_ESCAPE_TABLE = str.maketrans(_ESCAPES)
 
 
 # --- Identifiers ------------------------------------------------------------------------------
@@ -105,15 +106,17 @@ def is_identifier(token: str) -> bool:
 
 def identifiers(text: str) -> list[str]:
     """The identifiers in `text`, in order, as written."""
-    out = []
-    for m in _TOKEN_RE.finditer(text):
-        token = m.group()
-        if _PLAIN_RE.fullmatch(token):
-            continue
-        token = _clean(token)
-        if is_identifier(token):
-            out.append(token)
-    return out
+    found = (_identifier_of(token) for token in _TOKEN_RE.findall(text))
+    return [token for token in found if token]
+
+
+@lru_cache(maxsize=1 << 17)
+def _identifier_of(token: str) -> str:
+    """A raw token's identifier, or '' (words recur, so each spelling is judged once)."""
+    if _PLAIN_RE.fullmatch(token):
+        return ""
+    token = _clean(token)
+    return token if is_identifier(token) else ""
 
 
 @lru_cache(maxsize=1 << 16)
@@ -141,7 +144,7 @@ def id_token(identifier: str) -> str:
     'zx' + the lower-case identifier with q _ . - : / = spelled qq qu qd qh qc qs qe, + 'qz'.
     The end mark keeps Pagefind's prefix matching from finding '-98' for '-9'; the browser
     leaves it off only for the identifier still being typed."""
-    return "zx" + "".join(_ESCAPES.get(c, c) for c in identifier.lower()) + "qz"
+    return "zx" + identifier.lower().translate(_ESCAPE_TABLE) + "qz"
 
 
 # --- The query --------------------------------------------------------------------------------
@@ -236,9 +239,6 @@ class _Doc:
     idents: Counter[str]  # every lower-case identifier variant → occurrences
 
 
-_CAMEL_WORD_RE = re.compile(r"(?<![A-Za-z0-9_.:/=\-])[A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*(?![A-Za-z0-9_.:/=\-])")
-
-
 @dataclass
 class SearchIndex:
     """Per-entry words and identifiers. The corpus-wide part (the camelCase vocabulary) is built
@@ -257,7 +257,8 @@ class SearchIndex:
         # _TOKEN_RE that is alphanumeric and has a lower-to-upper hump.)
         texts = {slug: entry_texts(rec) for slug, rec in catalog.records.items()}
         joined = "\n".join(s for fields in texts.values() for parts in fields.values() for s in parts)
-        return cls(catalog, frozenset(t.lower() for t in _CAMEL_WORD_RE.findall(joined)), texts)
+        tokens = set(_TOKEN_RE.findall(joined))
+        return cls(catalog, frozenset(t.lower() for t in tokens if t.isalnum() and _CAMEL_RE.search(t)), texts)
 
     def doc(self, slug: str) -> _Doc:
         found = self._docs.get(slug)
@@ -273,17 +274,21 @@ class SearchIndex:
     def _make_doc(self, fields: dict[str, list[str]]) -> _Doc:
         words = {}
         for f, parts in fields.items():
-            counts = Counter(w for s in parts for w in _WORD_RE.findall(s.lower()))
+            counts = Counter(_WORD_RE.findall("\n".join(parts).lower()))
             words[f] = (sorted(counts), counts)
+        return _Doc(words, self._idents(fields))
+
+    def _idents(self, fields: dict[str, list[str]]) -> Counter[str]:
+        text = "\n".join(s for parts in fields.values() for s in parts)  # no token spans a newline
         idents: Counter[str] = Counter()
-        for parts in fields.values():
-            for s in parts:
-                for ident in identifiers(s):
-                    idents.update(identifier_variants(ident))
-                for w in _WORD_RE.findall(s.lower()):
-                    if w in self.camel:
-                        idents[w] += 1
-        return _Doc(words, idents)
+        for token, n in Counter(_TOKEN_RE.findall(text)).items():
+            ident = _identifier_of(token)
+            if ident:
+                for variant in identifier_variants(ident):
+                    idents[variant] += n
+        if self.camel:
+            idents.update(w for w in _WORD_RE.findall(text.lower()) if w in self.camel)
+        return idents
 
     def global_digest(self) -> str:
         """What, besides an entry itself, decides its identifier words: the corpus's camelCase
@@ -292,7 +297,9 @@ class SearchIndex:
 
     def id_tokens(self, slug: str, repeat: int = 1) -> list[str]:
         """The identifier words Pagefind indexes for one entry (repeated by use, at most `repeat`)."""
-        return [id_token(i) for i, n in sorted(self.doc(slug).idents.items()) for _ in range(min(n, repeat))]
+        found = self._docs.get(slug)
+        idents = found.idents if found is not None else self._idents(self.texts[slug])  # the words are not needed
+        return [id_token(i) for i, n in sorted(idents.items()) for _ in range(min(n, repeat))]
 
 
 # --- Ranking ----------------------------------------------------------------------------------
