@@ -152,7 +152,7 @@ def build(
     try:
         todo: list[tuple[Page, str]] = []
         for page in pages:
-            if page.template is None:
+            if page.template is None and not callable(page.body):
                 writer.add(page.path, page.body or "")
                 continue
             key = keys[page.path] = _page_key(page, salt, entry_keys)

@@ -18,6 +18,7 @@ class Config:
     base_url: str = "http://localhost:8000/"  # absolute, ends with '/'; used for canonical URLs and feeds
     repo_url: str = ""  # for "Edit this entry" links; empty hides them
     branch: str = "main"
+    page_size: int = 50  # entries per listing page (home, tags, tag pairs, categories)
 
     def with_base_url(self, url: str | None) -> "Config":
         if url is None:
@@ -46,7 +47,10 @@ def load_config(project: Path) -> Config:
     if unknown:
         raise FailpediaError(f"{path}: unknown [tool.failpedia] setting(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
     for k, v in section.items():
-        if not isinstance(v, str):
+        if k == "page_size":
+            if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 1000:
+                raise FailpediaError(f"{path}: [tool.failpedia] page_size must be a whole number from 1 to 1000, not {v!r}")
+        elif not isinstance(v, str):
             raise FailpediaError(f"{path}: [tool.failpedia] {k} must be a string")
     config = Config(**section)
     return replace(config, base_url=_check_base_url(config.base_url), repo_url=config.repo_url.rstrip("/"))

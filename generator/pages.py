@@ -26,14 +26,17 @@ from .schema import STACK_NAMES, STRENGTH_SCORE, entry_json_schema
 from .search import SearchIndex
 from .searchindex import PAIRS_ON_SEARCH_PAGE, search_doc, search_files, tag_pairs
 
-__all__ = ["Page", "entry_data", "fingerprint_data", "plan_pages"]
+__all__ = ["Page", "entry_data", "entry_json", "entries_index", "fingerprint_data", "plan_pages"]
+
+FEED_ITEMS = 50  # the most recently updated entries in feed.xml
+
 
 @dataclass(frozen=True)
 class Page:
     path: str  # e.g. "tags/ddp/index.html"
     template: str | None = None  # jinja template, or None for `body`
     context: dict[str, Any] = field(default_factory=dict)
-    body: str | None = None
+    body: str | Callable[[], str] | None = None  # a callable body is built when the page is written
     entries: tuple[str, ...] = ()  # slugs whose content appears on this page
     in_sitemap: bool = False
     make: Callable[[], dict[str, Any]] | None = None  # the costly part of the context, built on render
@@ -149,11 +152,25 @@ def _quote(text: str) -> str:
     return quote(text, safe="")
 
 
-def entry_data(catalog: Catalog, rec: Record) -> dict[str, Any]:
-    """One entry as JSON-ready data for tools (/api/entries.json)."""
+def entry_data(rec: Record) -> dict[str, Any]:
+    """One entry as JSON-ready data for tools (/api/entries/<slug>.json)."""
     data = rec.entry.model_dump(mode="json", exclude_none=True)
     data["tags"] = list(rec.tags)
     return {"slug": rec.slug, "category": rec.category, "url": entry_url(rec.slug), **data}
+
+
+def entry_json(rec: Record) -> str:
+    return _json(entry_data(rec))
+
+
+def entries_index(catalog: Catalog) -> str:
+    """/api/entries.json: every entry's slug, category, title, summary and tags, and where its full
+    data is (one file per entry, so a site of thousands of entries has no 100 MB download)."""
+    return _json({"entries": [
+        {"slug": r.slug, "category": r.category, "url": entry_url(r.slug), "title": r.entry.title, "summary": r.entry.summary,
+         "tags": list(r.tags), "data": f"api/entries/{r.slug}.json"}
+        for r in catalog.records.values()
+    ]})
 
 
 def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
@@ -209,11 +226,33 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         ctx = {"root": _root(path), "page_path": path, **context}
         pages.append(Page(path, template, ctx, entries=entries, in_sitemap=sitemap, make=make, extra=extra))
 
+    def listing(folder: str, template: str, context: dict[str, Any], slugs: tuple[str, ...], extra: str = "") -> None:
+        """A list of entry cards over as many pages as `config.page_size` needs: `folder/index.html`,
+        then `folder/page/2/index.html`, ... Each page's key names only the entries it shows."""
+        size = config.page_size
+        count = max(1, -(-len(slugs) // size))
+        for n in range(1, count + 1):
+            chunk = slugs[(n - 1) * size : n * size]
+            path = f"{folder}index.html" if n == 1 else f"{folder}page/{n}/index.html"
+            pager = {
+                "page": n, "pages": count, "total": len(slugs),
+                "prev": None if n == 1 else (folder if n == 2 else f"{folder}page/{n - 1}/"),
+                "next": f"{folder}page/{n + 1}/" if n < count else None,
+                "first": folder, "last": f"{folder}page/{count}/" if count > 1 else folder,
+            }
+            title = context["title"] if n == 1 else f"{context['title']} (page {n} of {count})"
+            add(path, template, {**context, "title": title, "entries": [cards[s] for s in chunk], "pager": pager}, chunk,
+                extra=repr((len(slugs), count, extra)))
+
+    # The home page lists every entry while they fit on one page, then the most recently updated.
+    recent = all_slugs if len(all_slugs) <= config.page_size else tuple(
+        sorted(all_slugs, key=lambda s: (dates.get(_key(catalog.records[s]), ""), s), reverse=True)[: config.page_size])
     add(
         "index.html",
         "home.html",
-        {"categories": categories, "tags": used_tags, "entries": [cards[s] for s in all_slugs], "title": None},
-        all_slugs,
+        {"categories": categories, "tags": used_tags, "entries": [cards[s] for s in recent], "total": len(all_slugs), "title": None},
+        tuple(recent),
+        extra=repr((used_tags, [c["count"] for c in categories])),  # the counts depend on every entry
     )
     sindex = SearchIndex.build(catalog)
     pairs = tag_pairs(catalog)
@@ -227,23 +266,22 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
             # the lists of linked entries depend on other entries' tags too: they are part of the key
             extra=repr((groups, dates.get(_key(rec), ""), camel)),
         )
-    add("tags/index.html", "tags.html", {"title": "All tags", "tags": [{"name": t, "count": n, "description": catalog.tags[t].description} for t, n in used_tags]}, all_slugs)
+    # Pages that show only counts are keyed on the counts, not on every entry's content.
+    add("tags/index.html", "tags.html", {"title": "All tags", "tags": [{"name": t, "count": n, "description": catalog.tags[t].description} for t, n in used_tags]},
+        extra=repr(used_tags))
+    pairs_of: dict[str, list[dict[str, Any]]] = {t: [] for t in catalog.tags}
+    for p in pairs:
+        pairs_of[p.a].append({"other": p.b, "url": tag_url(p.name), "count": len(p.slugs)})
+        pairs_of[p.b].append({"other": p.a, "url": tag_url(p.name), "count": len(p.slugs)})
     for t, tag in catalog.tags.items():
-        slugs = catalog.by_tag[t]
-        add(
-            f"tags/{t}/index.html",
-            "tag.html",
-            {
-                "title": f"#{t}", "tag": tag, "entries": [cards[s] for s in slugs], "description": tag.description,
-                "pairs": [{"other": p.b if p.a == t else p.a, "url": tag_url(p.name), "count": len(p.slugs)} for p in pairs if t in (p.a, p.b)],
-            },
-            slugs,
+        listing(
+            tag_url(t), "tag.html", {"title": f"#{t}", "tag": tag, "description": tag.description, "pairs": pairs_of[t]},
+            tuple(catalog.by_tag[t]), extra=repr(pairs_of[t]),
         )
     for pair in pairs:
-        add(
-            f"tags/{pair.name}/index.html",
-            "tag-pair.html",
-            {"title": f"#{pair.a} + #{pair.b}", "a": catalog.tags[pair.a], "b": catalog.tags[pair.b], "entries": [cards[s] for s in pair.slugs],
+        listing(
+            tag_url(pair.name), "tag-pair.html",
+            {"title": f"#{pair.a} + #{pair.b}", "a": catalog.tags[pair.a], "b": catalog.tags[pair.b],
              "description": f"Entries tagged both #{pair.a} and #{pair.b}."},
             pair.slugs,
         )
@@ -253,55 +291,49 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         {"title": "Search", "description": "Search every entry by words, #tags, identifiers or a pasted error line.",
          "tags": [{"name": t, "count": n} for t, n in used_tags if n],
          "pairs": [{"name": p.name, "url": tag_url(p.name), "count": len(p.slugs)} for p in sorted(pairs, key=lambda p: (-len(p.slugs), p.name))[:PAIRS_ON_SEARCH_PAGE]]},
-        all_slugs,
         sitemap=False,
+        extra=repr((used_tags, [(p.name, len(p.slugs)) for p in pairs])),
     )
     add(
         "diagnose/index.html",
         "diagnose.html",
         {"title": "Diagnose a log", "description": "Paste a training log and find the failure that started it; matched in your browser, nothing uploaded."},
     )
-    add("categories/index.html", "categories.html", {"title": "Categories", "categories": categories}, all_slugs)
+    add("categories/index.html", "categories.html", {"title": "Categories", "categories": categories}, extra=repr([c["count"] for c in categories]))
     for c in catalog.categories.values():
-        slugs = catalog.by_category[c.name]
-        add(
-            f"categories/{c.name}/index.html",
-            "category.html",
-            {"title": c.title, "category": c, "entries": [cards[s] for s in slugs], "description": c.description},
-            slugs,
-        )
+        listing(category_url(c.name), "category.html", {"title": c.title, "category": c, "description": c.description},
+                tuple(catalog.by_category[c.name]))
     # The 404 page is served at any depth, so its links are rooted at the base URL's path.
     from urllib.parse import urlsplit
 
     pages.append(Page("404.html", "404.html", {"root": urlsplit(config.base_url).path, "page_path": "404.html", "title": "Page not found"}))
 
-    sitemap = [p for p in pages if p.in_sitemap]
-    pages.append(
-        Page(
-            "sitemap.xml",
-            "sitemap.xml",
-            {"urls": [{"loc": config.base_url + p.url, "lastmod": _page_date(p, catalog, dates)} for p in sitemap]},
-            entries=all_slugs,
-        )
-    )
+    urls = [{"loc": config.base_url + p.url, "lastmod": _page_date(p, catalog, dates)} for p in pages if p.in_sitemap]
+    pages.append(Page("sitemap.xml", "sitemap.xml", {"urls": urls}, extra=repr(urls)))  # addresses and dates only
     pages.append(Page("robots.txt", body=f"User-agent: *\nAllow: /\nSitemap: {config.base_url}sitemap.xml\n"))
-    feed_entries = sorted(catalog.records.values(), key=lambda r: (dates.get(_key(r), ""), r.slug), reverse=True)
+    feed_entries = sorted(catalog.records.values(), key=lambda r: (dates.get(_key(r), ""), r.slug), reverse=True)[:FEED_ITEMS]
+    updated = max((dates.get(_key(r), "") for r in catalog.records.values()), default="") or "1970-01-01"
     pages.append(
         Page(
             "feed.xml",
             "feed.xml",
             {
-                "updated": max((dates.get(_key(r), "") for r in catalog.records.values()), default="") or "1970-01-01",
+                "updated": updated,
                 "items": [
                     {"title": r.entry.title, "summary": r.entry.summary, "url": config.base_url + entry_url(r.slug), "updated": dates.get(_key(r), "") or "1970-01-01", "tags": r.tags}
                     for r in feed_entries
                 ],
             },
-            entries=all_slugs,
+            entries=tuple(r.slug for r in feed_entries),
+            extra=updated,
         )
     )
-    pages.append(Page("api/entries.json", body=_json({"entries": [entry_data(catalog, r) for r in catalog.records.values()]}), entries=all_slugs))
-    pages.append(Page("api/fingerprints.json", body=_json(matcher_spec(fingerprint_data(catalog))), entries=all_slugs))
+    pages.append(Page("api/entries.json", body=partial(entries_index, catalog), entries=all_slugs))
+    pages.extend(
+        Page(f"api/entries/{slug}.json", body=partial(entry_json, rec), entries=(slug,))
+        for slug, rec in catalog.records.items()
+    )
+    pages.append(Page("api/fingerprints.json", body=lambda: _json(matcher_spec(fingerprint_data(catalog))), entries=all_slugs))
     pages.extend(Page(path, body=body, entries=all_slugs) for path, body in search_files(catalog))
     pages.append(Page("schema/entry.json", body=json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"))
     return pages

@@ -30,7 +30,7 @@ class Renderer:
 
     def render(self, page: Page) -> str:
         if page.template is None:
-            return page.body or ""
+            return page.body() if callable(page.body) else page.body or ""
         return self.env.get_template(page.template).render(page.full_context())
 
 

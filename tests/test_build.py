@@ -75,6 +75,9 @@ def test_xml_and_json_outputs_parse(built: Path) -> None:
     assert "https://example.org/docs/ddp-oom/" in locs
     data = json.loads((built / "api/entries.json").read_text())
     assert [e["slug"] for e in data["entries"]] == ["ddp-oom", "gpu-oom", "nccl-hang"]
+    for e in data["entries"]:  # the index names each entry's full data, one file per entry
+        full = json.loads((built / e["data"]).read_text())
+        assert full["slug"] == e["slug"] and full["title"] == e["title"] and full["tags"] == e["tags"] and "mechanism" in full
     schema = json.loads((built / "schema/entry.json").read_text())
     assert schema["additionalProperties"] is False and "symptoms" in schema["required"]
 
@@ -158,3 +161,33 @@ def test_sub_path_links_are_relative(built: Path) -> None:
 def test_schema_command_prints_json(run_cli) -> None:
     code, out, _ = run_cli("schema")
     assert code == 0 and json.loads(out)["title"] == "Entry"
+
+
+def test_long_lists_span_pages_with_working_links(sample: Path, tmp_path: Path) -> None:
+    from generator.build import build
+    from generator.config import Config
+
+    out = tmp_path / "site"
+    build(sample, out, Config(base_url="https://example.org/", page_size=1), search=False)
+    first, second = (out / "tags/oom/index.html").read_text(), (out / "tags/oom/page/2/index.html").read_text()
+    assert first.count('class="card"') == second.count('class="card"') == 1
+    assert "2 entries" in first and "page 1 of 2" in first and 'rel="next" href="../../tags/oom/page/2/"' in first
+    assert "page 2 of 2" in second and 'rel="prev" href="../../../../tags/oom/"' in second and 'rel="next"' not in second
+    assert "<title>#oom (page 2 of 2)" in second and 'href="https://example.org/tags/oom/page/2/"' in second
+    home = (out / "index.html").read_text()
+    assert "Recently updated" in home and home.count('class="card"') == 1 and 'href="categories/"' in home
+    assert broken_links(out) == []
+    locs = [e.text for e in ET.parse(out / "sitemap.xml").getroot().iter("{http://www.sitemaps.org/schemas/sitemap/0.9}loc")]
+    assert "https://example.org/categories/distributed/page/2/" in locs
+
+
+@pytest.mark.parametrize("value", ['"50"', "0", "1001", "true", "2.5"])
+def test_page_size_setting_is_checked(tmp_path: Path, value: str) -> None:
+    from generator.config import load_config
+    from generator.problems import FailpediaError
+
+    (tmp_path / "pyproject.toml").write_text(f"[tool.failpedia]\npage_size = {value}\n")
+    with pytest.raises(FailpediaError, match="page_size must be a whole number from 1 to 1000"):
+        load_config(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.failpedia]\npage_size = 20\n")
+    assert load_config(tmp_path).page_size == 20

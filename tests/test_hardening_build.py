@@ -254,7 +254,8 @@ def test_json_outputs_keep_hostile_text_exact_and_inert(hostile_site: dict[str, 
     entries = json.loads(hostile_site["api/entries.json"])["entries"]
     by_slug = {e["slug"]: e for e in entries}
     assert by_slug["evil-0"]["title"] == VECTORS[0]
-    assert by_slug["evil-0"]["mechanism"].startswith(TEXT_BLOCK)
+    full = json.loads(hostile_site[by_slug["evil-0"]["data"]])
+    assert full["title"] == VECTORS[0] and full["mechanism"].startswith(TEXT_BLOCK)
     spec = json.loads(hostile_site["api/fingerprints.json"])
     assert spec["entries"]["evil-0"]["title"] == VECTORS[0]
     for path, text in hostile_site.items():

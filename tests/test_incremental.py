@@ -16,6 +16,7 @@ from generator.render import TEMPLATES
 from sitecheck import tree_digest
 
 CONFIG = Config(base_url="https://example.org/")
+PAGED = Config(base_url="https://example.org/", page_size=1)  # every listing spans pages
 
 
 @pytest.fixture
@@ -26,12 +27,12 @@ def project(tmp_path: Path) -> dict[str, Path]:
     return {"entries": entries, "templates": templates, "cache": tmp_path / "cache", "site": tmp_path / "site", "cold": tmp_path / "cold"}
 
 
-def incremental(p: dict[str, Path]):
-    return build(p["entries"], p["site"], CONFIG, p["templates"], search=False, cache_dir=p["cache"], jobs=1)
+def incremental(p: dict[str, Path], config: Config = CONFIG):
+    return build(p["entries"], p["site"], config, p["templates"], search=False, cache_dir=p["cache"], jobs=1)
 
 
-def assert_same_as_cold(p: dict[str, Path]) -> None:
-    build(p["entries"], p["cold"], CONFIG, p["templates"], search=False, cache_dir=None, jobs=1)
+def assert_same_as_cold(p: dict[str, Path], config: Config = CONFIG) -> None:
+    build(p["entries"], p["cold"], config, p["templates"], search=False, cache_dir=None, jobs=1)
     assert tree_digest(p["site"]) == tree_digest(p["cold"])
 
 
@@ -62,16 +63,32 @@ CHANGES = {
 }
 
 
+@pytest.mark.parametrize("config", [CONFIG, PAGED], ids=["one page per list", "paginated lists"])
 @pytest.mark.parametrize("change", list(CHANGES))
-def test_incremental_build_equals_cold_build(project, change: str) -> None:
-    first = incremental(project)
-    assert first.rendered == first.pages + 2  # cold: every templated page (+ sitemap.xml and feed.xml)
+def test_incremental_build_equals_cold_build(project, change: str, config: Config) -> None:
+    first = incremental(project, config)
+    per_entry_json = len(list((project["site"] / "api/entries").glob("*.json")))
+    # cold: every templated page, sitemap.xml, feed.xml, fingerprints.json, the entries API (index + one file each)
+    assert per_entry_json == 3 and first.rendered == first.pages + 4 + per_entry_json
     CHANGES[change](project)
-    result = incremental(project)
+    result = incremental(project, config)
     assert not result.unchanged
-    assert_same_as_cold(project)
+    assert_same_as_cold(project, config)
     if change in ("entry text", "entry title (shown on linked pages)"):
         assert 0 < result.rendered < first.rendered  # only the pages that show it
+
+
+def test_one_entry_changed_renders_only_the_list_pages_that_show_it(project) -> None:
+    incremental(project, PAGED)
+    site = project["site"]
+    before = {p: p.stat().st_ino for p in site.rglob("*.html")}
+    CHANGES["entry text"](project)  # gpu-oom: category memory, tags oom and cuda
+    incremental(project, PAGED)
+    redone = {p.relative_to(site).as_posix() for p, ino in before.items() if p.stat().st_ino != ino}
+    lists = {p for p in redone if p.startswith(("tags/", "categories/"))}
+    assert lists and all("gpu-oom" in (site / p).read_text() for p in lists)
+    assert (site / "tags/oom/page/2/index.html").is_file()  # the tag spans pages; only gpu-oom's page changed
+    assert_same_as_cold(project, PAGED)
 
 
 def test_noop_rebuild_touches_nothing(project) -> None:
