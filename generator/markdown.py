@@ -11,7 +11,9 @@ import re
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 from markupsafe import Markup, escape
+from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 
 from . import highlight
@@ -50,8 +52,15 @@ def block(text: str) -> Markup:
     return Markup(_md().render(text))
 
 
+# Text without any character that starts inline markup (code, emphasis, links, entities, escapes,
+# strikethrough, line breaks) renders as itself, HTML-escaped: skip the parser for it.
+_INLINE_MARKUP_RE = re.compile(r"[\\`*_\[\]<>&!~\n\r\x00]")
+
+
 def inline(text: str) -> Markup:
     """Inline markdown (code spans, emphasis, links) → safe HTML without a wrapping <p>."""
+    if not _INLINE_MARKUP_RE.search(text):
+        return Markup(escapeHtml(text))
     return Markup(_md().renderInline(text))
 
 
@@ -69,10 +78,16 @@ def code_block(code: str, language: str, *, wrap: bool = True) -> str:
     name = _LEXERS.get(language.lower(), "text")
     if name != "text" and max(map(len, code.split("\n"))) > MAX_HIGHLIGHT_LINE:
         name = "text"
-    lexer = get_lexer_by_name(name, stripnl=False, ensurenl=True)
-    body = highlight.to_html(code, lexer)
+    body = highlight.to_html(code, _lexer(name))
     lang = escape(language)
     return f'<pre class="highlight" tabindex="0"><code class="language-{lang}">{body}</code></pre>' + ("\n" if wrap else "\n")
+
+
+@lru_cache(maxsize=None)
+def _lexer(name: str) -> Lexer:
+    """One lexer per language (a lookup costs more than a short snippet's highlighting; a lexer
+    keeps no state between get_tokens calls)."""
+    return get_lexer_by_name(name, stripnl=False, ensurenl=True)
 
 
 def pygments_css() -> str:

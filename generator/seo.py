@@ -11,7 +11,6 @@ import html
 import re
 from typing import Any
 
-from . import markdown as md
 from .schema import Entry
 
 __all__ = ["entry_graph", "plain_text"]
@@ -20,17 +19,19 @@ _TAG_RE = re.compile(r"<[^>]*>")
 _SPACE_RE = re.compile(r"\s+")
 
 
-def plain_text(markdown: str) -> str:
-    """Markdown → one line of plain text (what a search result or a FAQ snippet shows)."""
+def plain_text(block_html: str) -> str:
+    """md.block's HTML → one line of plain text (what a search result or a FAQ snippet shows)."""
     # md.block never emits raw HTML from the source, so every tag here is the renderer's own (and
     # each block ends with a newline, so dropping tags never glues two words together).
-    return _SPACE_RE.sub(" ", html.unescape(_TAG_RE.sub("", md.block(markdown)))).strip()
+    return _SPACE_RE.sub(" ", html.unescape(_TAG_RE.sub("", block_html))).strip()
 
 
 def entry_graph(
-    entry: Entry, *, url: str, site_title: str, site_url: str, category_title: str, category_url: str, tags: tuple[str, ...], updated: str
+    entry: Entry, *, url: str, site_title: str, site_url: str, category_title: str, category_url: str, tags: tuple[str, ...], updated: str,
+    faq_html: list[str],
 ) -> dict[str, Any]:
-    """The JSON-LD of one entry page; every URL absolute."""
+    """The JSON-LD of one entry page; every URL absolute. `faq_html`: the FAQ answers as the page
+    renders them (md.block), not rendered twice."""
     # The summary is already the meta and OpenGraph description and the visible quick answer, so the
     # article names its place and date only: a FAQ answer is the one text repeated here.
     article: dict[str, Any] = {
@@ -50,8 +51,8 @@ def entry_graph(
             {
                 "@type": "FAQPage",
                 "mainEntity": [
-                    {"@type": "Question", "name": f.q, "acceptedAnswer": {"@type": "Answer", "text": plain_text(f.a)}}
-                    for f in entry.faq
+                    {"@type": "Question", "name": f.q, "acceptedAnswer": {"@type": "Answer", "text": plain_text(a)}}
+                    for f, a in zip(entry.faq, faq_html, strict=True)
                 ],
             }
         )
