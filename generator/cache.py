@@ -6,16 +6,18 @@ Three things are kept under the cache folder (`.cache/` by default, `--cache-dir
 - `stamp`: the size and modification time of every input (entries, registries, templates,
   generator sources, settings). When nothing moved and the site is still the one this cache
   wrote, a build is a no-op.
-- `parsed.pickle`: validated entries by the SHA-256 of their bytes, so an unchanged file is
-  neither parsed nor validated again.
+- `parsed-NN.pickle` (32 shards by digest): validated entries by the SHA-256 of their bytes, so
+  an unchanged file is neither parsed nor validated again. Each entry is kept as its `Head` plus
+  its pickled model, which is unpickled only for the pages a build renders; a rebuild rewrites
+  only the shards whose entries changed.
 - `pages.json`: for every page of the last site, the key of its inputs. A page whose key is
   unchanged is not rendered: its previous file is hard-linked into the new site.
 
 The cache is an optimisation only: a test proves an incremental build equals a cold one byte for
 byte after each kind of change. It is local state written by this tool, never by contributors: a
-pull request can add files under `.cache/`, so both files carry an HMAC made with a key kept
+pull request can add files under `.cache/`, so every file carries an HMAC made with a key kept
 outside every checkout (`~/.cache/failpedia/cache-key`), and an unsigned or altered file is
-ignored. Unpickling a planted `parsed.pickle` would run its code; trusting planted page keys would
+ignored. Unpickling a planted parsed shard would run its code; trusting planted page keys would
 publish planted pages.
 """
 
@@ -34,7 +36,8 @@ from typing import Any
 
 __all__ = ["BuildCache", "digest", "input_stamp", "source_fingerprint"]
 
-FORMAT = 3  # bump when the cached shapes change
+FORMAT = 4  # bump when the cached shapes change
+SHARDS = 32  # parsed-entry files; one changed entry rewrites one of them
 _GENERATOR = Path(__file__).resolve().parent
 
 
@@ -104,6 +107,10 @@ def _secret() -> bytes | None:
     return key if len(key) == 32 else None
 
 
+def _shard_of(key: str) -> int:
+    return int(key[:4], 16) % SHARDS
+
+
 def _mac(key: bytes, data: bytes) -> bytes:
     return hmac.new(key, data, hashlib.sha256).digest()
 
@@ -132,7 +139,7 @@ class BuildCache:
     parsed: dict[str, Any] = field(default_factory=dict)
     pages: dict[str, str] = field(default_factory=dict)
     site: str = ""  # the output folder the page keys describe
-    dirty: bool = False
+    _dirty: set[int] = field(default_factory=set)  # parsed shards to write
 
     @classmethod
     def open(cls, folder: Path | None) -> "BuildCache":
@@ -153,23 +160,44 @@ class BuildCache:
         """Load the parsed-entry store (only when some entry has to be looked up)."""
         if self.folder is None or self.parsed:
             return
-        try:
-            payload = _read_signed(self.folder / "parsed.pickle", self.key)
-            data = pickle.loads(payload) if payload is not None else None  # only what this tool signed
-            if isinstance(data, dict) and data.get("format") == FORMAT:
-                self.parsed = data["entries"]
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
-            self.parsed = {}
+        for shard in range(SHARDS):
+            try:
+                payload = _read_signed(self._shard_path(shard), self.key)
+                data = pickle.loads(payload) if payload is not None else None  # only what this tool signed
+            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
+                data = None
+            if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("entries"), dict):
+                self.parsed.update(data["entries"])
+            else:
+                self._dirty.add(shard)  # missing or stale: written again on save
+
+    def put(self, key: str, value: Any) -> None:
+        self.parsed[key] = value
+        self._dirty.add(_shard_of(key))
 
     def save_parsed(self, keep: set[str]) -> None:
-        """Write the parsed-entry store when it changed; `keep`: digests of the entries present."""
-        if self.folder is None or not (self.dirty or set(self.parsed) - keep):
+        """Write the shards that changed; `keep`: digests of the entries present."""
+        if self.folder is None:
+            return
+        gone = set(self.parsed) - keep
+        for key in gone:
+            del self.parsed[key]
+            self._dirty.add(_shard_of(key))
+        if not self._dirty:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
-        entries = {k: v for k, v in self.parsed.items() if k in keep}
-        data = pickle.dumps({"format": FORMAT, "entries": entries}, protocol=pickle.HIGHEST_PROTOCOL)
-        _write_signed(self.folder / "parsed.pickle", self.key, data)
-        self.dirty = False
+        shards: dict[int, dict[str, Any]] = {s: {} for s in self._dirty}
+        for key, value in self.parsed.items():
+            if (s := _shard_of(key)) in shards:
+                shards[s][key] = value
+        for s, entries in sorted(shards.items()):
+            data = pickle.dumps({"format": FORMAT, "entries": entries}, protocol=pickle.HIGHEST_PROTOCOL)
+            _write_signed(self._shard_path(s), self.key, data)
+        self._dirty.clear()
+
+    def _shard_path(self, shard: int) -> Path:
+        assert self.folder is not None
+        return self.folder / f"parsed-{shard:02d}.pickle"
 
     def save(self, stamp: str, pages: dict[str, str], site: Path, keep: set[str]) -> None:
         """Write the new state; `keep` are the digests of the entries still present."""

@@ -7,15 +7,18 @@ here before the first page renders; search, diagnosis and the dev server query t
 
 from __future__ import annotations
 
+import heapq
+import pickle
 import unicodedata
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .problems import BuildFailed, Problem
 from .read import Source
 from .schema import Category, Entry, Tag
-from .validate import Parsed, parse_categories, parse_entry, parse_tags, suggest
+from .validate import Head, Parsed, parse_categories, parse_entry, parse_tags, suggest
 
 __all__ = ["Catalog", "Record", "build_catalog", "normalize_tag"]
 
@@ -26,13 +29,28 @@ RESERVED_SLUGS = frozenset({"tags", "categories", "static", "api", "schema", "se
 
 @dataclass(frozen=True)
 class Record:
-    """One valid entry in its place: slug and category come from the file path."""
+    """One valid entry in its place: slug and category come from the file path. `head` is what
+    other pages need; `entry`, the full model, is unpickled on first use when the build cache
+    (or a parse worker) supplied it pickled."""
 
     slug: str
     category: str
     path: str
-    entry: Entry
+    head: Head
     tags: tuple[str, ...]  # canonical registry names, in the entry's order
+    source: Entry | bytes = field(repr=False, compare=False)
+
+    @property
+    def entry(self) -> Entry:
+        return _unpickle(self.source) if isinstance(self.source, bytes) else self.source
+
+
+@lru_cache(maxsize=8)
+def _unpickle(blob: bytes) -> Entry:
+    """Our own pickle of an entry (from a parse worker, or the signed build cache). The few most
+    recent are kept: a page asks several times, but a worker rendering thousands must not keep
+    them all."""
+    return pickle.loads(blob)
 
 
 @dataclass(frozen=True)
@@ -93,7 +111,7 @@ def _registry_categories(source: Source, problems: list[Problem]) -> dict[str, C
 
 def _entry_tags(parsed: Parsed, path: str, aliases: dict[str, str], problems: list[Problem]) -> tuple[str, ...]:
     out: list[str] = []
-    for i, spelling in enumerate(parsed.entry.tags):
+    for i, spelling in enumerate(parsed.head.tags):
         line, col = parsed.loaded.where(("tags", i))
         odd = next((ch for ch in spelling if ord(ch) > 127), None)
         if odd is not None:
@@ -122,22 +140,23 @@ def _similar(records: dict[str, Record], by_tag: dict[str, tuple[str, ...]]) -> 
     Tags are visited rarest first and the scan stops after SIMILAR_SCAN co-tagged entries, so a
     tag carried by thousands of entries costs little and says little."""
     weight = {t: 1.0 / len(s) for t, s in by_tag.items() if s}
+    rarest = {t: i for i, t in enumerate(sorted(by_tag, key=lambda t: (len(by_tag[t]), t)))}
     out: dict[str, tuple[str, ...]] = {}
     for slug, rec in records.items():
-        scores: Counter[str] = Counter()
+        scores: dict[str, float] = {}
         budget = SIMILAR_SCAN
-        for t in sorted(rec.tags, key=lambda t: (len(by_tag[t]), t)):
+        for t in sorted(rec.tags, key=rarest.__getitem__):
             members = by_tag[t][:budget]
             budget -= len(members)
             w = weight[t]
             for other in members:
-                scores[other] += w
+                scores[other] = scores.get(other, 0.0) + w
             if budget <= 0:
                 break
         scores.pop(slug, None)
-        skip = set(rec.entry.related) | set(rec.entry.often_causes)
-        ranked = sorted((s for s in scores if s not in skip), key=lambda s: (-scores[s], s))
-        out[slug] = tuple(ranked[:SIMILAR_COUNT])
+        for s in (*rec.head.related, *rec.head.often_causes):
+            scores.pop(s, None)
+        out[slug] = tuple(heapq.nsmallest(SIMILAR_COUNT, scores, key=lambda s: (-scores[s], s)))
     return out
 
 
@@ -176,19 +195,19 @@ def build_catalog(source: Source, parsed_files: Mapping[str, ParseResult] | None
     records: dict[str, Record] = {}
     for slug in sorted(parsed):
         path, category, p = parsed[slug]
-        records[slug] = Record(slug, category, path, p.entry, _entry_tags(p, path, aliases, problems))
+        records[slug] = Record(slug, category, path, p.head, _entry_tags(p, path, aliases, problems), p.entry)
 
     known = set(seen_paths)
     for slug, rec in records.items():
         loaded = parsed[slug][2].loaded
         for fname in ("related", "often_causes"):
-            for i, target in enumerate(getattr(rec.entry, fname)):
+            for i, target in enumerate(getattr(rec.head, fname)):
                 line, col = loaded.where((fname, i))
                 if target == slug:
                     problems.append(Problem(rec.path, line, col, f"{fname}[{i}]: an entry cannot name itself"))
                 elif target not in known:
                     problems.append(Problem(rec.path, line, col, f"{fname}[{i}]: no entry '{target}'{suggest(target, known)}"))
-            dupes = [t for t, n in Counter(getattr(rec.entry, fname)).items() if n > 1]
+            dupes = [t for t, n in Counter(getattr(rec.head, fname)).items() if n > 1]
             for t in dupes:
                 problems.append(Problem(rec.path, *loaded.where((fname,)), f"{fname}: '{t}' is listed twice"))
 
@@ -203,9 +222,9 @@ def build_catalog(source: Source, parsed_files: Mapping[str, ParseResult] | None
         for t in rec.tags:
             tag_lists[t].append(slug)
         cat_lists.setdefault(rec.category, []).append(slug)
-        for target in rec.entry.related:
+        for target in rec.head.related:
             back_lists[target].append(slug)
-        for target in rec.entry.often_causes:
+        for target in rec.head.often_causes:
             cause_lists[target].append(slug)
     by_tag = {t: tuple(v) for t, v in tag_lists.items()}
     by_category = {c: tuple(cat_lists[c]) for c in categories}
@@ -215,8 +234,8 @@ def build_catalog(source: Source, parsed_files: Mapping[str, ParseResult] | None
     warnings: list[Problem] = []
     for slug, rec in records.items():
         loaded = parsed[slug][2].loaded
-        for i, target in enumerate(rec.entry.related):
-            if slug not in records[target].entry.related:
+        for i, target in enumerate(rec.head.related):
+            if slug not in records[target].head.related:
                 line, col = loaded.where(("related", i))
                 warnings.append(Problem(rec.path, line, col, f"related link to '{target}' is not returned (add '{slug}' to its related)", "warning"))
         if not backlinks[slug] and not caused_by[slug]:

@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .catalog import Catalog, Record, normalize_tag
+from .entrytext import CAMEL_RE, TOKEN_RE, text_fields
 from .patterns import MAX_LINE, compile_pattern
 from .problems import BuildFailed, FailpediaError, UsageError
 from .schema import STRENGTH_SCORE
@@ -61,9 +62,7 @@ CONFIDENT = 6  # strong or definitive, with its `near` evidence: the pasted text
 NEAR_MISSING = 0.3  # a hit whose `near` evidence is not in the pasted text counts this much
 LONG_PASTE = 8  # words: a pasted log line rather than a phrase; with a confident hit, it ranks alone
 
-_TOKEN_RE = re.compile(r"[A-Za-z0-9_.:/=\-]+")
 _JOINED_RE = re.compile(r"[A-Za-z0-9][.:/=]+[A-Za-z0-9]")
-_CAMEL_RE = re.compile(r"[a-z][A-Z]")
 _SEP_RE = re.compile(r"([.:/=]+)")
 _PLAIN_RE = re.compile(r"[a-z]+|[A-Z][a-z]*|[A-Z]+|\d+")  # ordinary words and numbers: never identifiers
 _ALNUM_ONE_RE = re.compile(r"[A-Za-z0-9]")
@@ -97,7 +96,7 @@ def is_identifier(token: str) -> bool:
     return bool(
         "_" in token
         or _JOINED_RE.search(token)
-        or _CAMEL_RE.search(token)
+        or CAMEL_RE.search(token)
         or (_LETTER_RE.search(token) and _DIGIT_RE.search(token))
         or _NEGATIVE_RE.fullmatch(token)
         or _OPTION_RE.match(token)
@@ -106,7 +105,7 @@ def is_identifier(token: str) -> bool:
 
 def identifiers(text: str) -> list[str]:
     """The identifiers in `text`, in order, as written."""
-    found = (_identifier_of(token) for token in _TOKEN_RE.findall(text))
+    found = (_identifier_of(token) for token in TOKEN_RE.findall(text))
     return [token for token in found if token]
 
 
@@ -199,7 +198,7 @@ def parse_query(text: str, catalog: Catalog) -> Query:
             free.append(token)
     free_text = " ".join(free)
     idents = identifiers(free_text)
-    plain = _TOKEN_RE.sub(lambda m: " " if is_identifier(_clean(m.group())) else m.group(), free_text)
+    plain = TOKEN_RE.sub(lambda m: " " if is_identifier(_clean(m.group())) else m.group(), free_text)
     words = [_stem(w) for w in _WORD_RE.findall(plain.lower()) if len(w) > 1 or w.isdigit()]
     return Query(text, tuple(tags), free_text, tuple(dict.fromkeys(words)), tuple(dict.fromkeys(i.lower() for i in idents)))
 
@@ -215,22 +214,10 @@ def _stem(word: str) -> str:
 
 
 def entry_texts(rec: Record) -> dict[str, list[str]]:
-    """An entry's searchable text by field (markdown source; punctuation is split anyway)."""
-    e = rec.entry
-    body: list[str] = [s.why for s in e.symptoms]
-    body += [*e.observe, e.mechanism, *e.affected, *e.confirm, e.fix.summary, *e.fix.steps]
-    body += [x for c in e.fix.code for x in (c.caption or "", c.code)]
-    body += [e.fix.verify.code, e.fix.verify.expect, *e.prevention]
-    body += [x for f in e.faq for x in (f.q, f.a)]
-    body += [x for d in e.dead_ends for x in (d.attempt, d.why)]
-    body += [v.note for v in e.versions if v.note]
-    return {
-        "title": [e.title],
-        "summary": [e.summary],
-        "tags": [" ".join(rec.tags)],
-        "symptoms": [s.signal for s in e.symptoms] + [x for fp in e.fingerprints for x in fp.examples],
-        "body": body,
-    }
+    """An entry's searchable text by field, its canonical tags included."""
+    fields = text_fields(rec.entry)
+    return {"title": fields["title"], "summary": fields["summary"], "tags": [" ".join(rec.tags)],
+            "symptoms": fields["symptoms"], "body": fields["body"]}
 
 
 @dataclass
@@ -247,23 +234,18 @@ class SearchIndex:
 
     catalog: Catalog
     camel: frozenset[str] = frozenset()  # words written in camelCase somewhere in the corpus
-    texts: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # entry_texts, read once
     _docs: dict[str, _Doc] = field(default_factory=dict)
 
     @classmethod
     def build(cls, catalog: Catalog) -> "SearchIndex":
         # A word written in camelCase anywhere is an identifier everywhere, so 'PyTorch' also
-        # finds the entries that write 'pytorch'. (One regex pass over all the text: a token of
-        # _TOKEN_RE that is alphanumeric and has a lower-to-upper hump.)
-        texts = {slug: entry_texts(rec) for slug, rec in catalog.records.items()}
-        joined = "\n".join(s for fields in texts.values() for parts in fields.values() for s in parts)
-        tokens = set(_TOKEN_RE.findall(joined))
-        return cls(catalog, frozenset(t.lower() for t in tokens if t.isalnum() and _CAMEL_RE.search(t)), texts)
+        # finds the entries that write 'pytorch'. Each entry's head carries its camelCase words.
+        return cls(catalog, frozenset().union(*(rec.head.camel for rec in catalog.records.values())))
 
     def doc(self, slug: str) -> _Doc:
         found = self._docs.get(slug)
         if found is None:
-            found = self._docs[slug] = self._make_doc(self.texts[slug])
+            found = self._docs[slug] = self._make_doc(entry_texts(self.catalog.records[slug]))
         return found
 
     @property
@@ -281,7 +263,7 @@ class SearchIndex:
     def _idents(self, fields: dict[str, list[str]]) -> Counter[str]:
         text = "\n".join(s for parts in fields.values() for s in parts)  # no token spans a newline
         idents: Counter[str] = Counter()
-        for token, n in Counter(_TOKEN_RE.findall(text)).items():
+        for token, n in Counter(TOKEN_RE.findall(text)).items():
             ident = _identifier_of(token)
             if ident:
                 for variant in identifier_variants(ident):
@@ -298,7 +280,7 @@ class SearchIndex:
     def id_tokens(self, slug: str, repeat: int = 1) -> list[str]:
         """The identifier words Pagefind indexes for one entry (repeated by use, at most `repeat`)."""
         found = self._docs.get(slug)
-        idents = found.idents if found is not None else self._idents(self.texts[slug])  # the words are not needed
+        idents = found.idents if found is not None else self._idents(entry_texts(self.catalog.records[slug]))  # no words needed
         return [id_token(i) for i, n in sorted(idents.items()) for _ in range(min(n, repeat))]
 
 
@@ -338,7 +320,7 @@ def _fingerprint_scores(catalog: Catalog, text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for slug, rec in catalog.records.items():
         scores = []
-        for fp in rec.entry.fingerprints:
+        for fp in rec.head.fingerprints:
             pattern = compile_pattern(fp.pattern)
             hits = [i for i, line in enumerate(lines) if pattern.search(line)]
             if not hits:
@@ -417,7 +399,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     query = parse_query(text, catalog)
     hits = search(SearchIndex.build(catalog), query)[: args.top]
     results = [
-        {"slug": h.slug, "title": catalog.records[h.slug].entry.title, "url": config.base_url + entry_url(h.slug), "score": h.score, "tags": list(catalog.records[h.slug].tags)}
+        {"slug": h.slug, "title": catalog.records[h.slug].head.title, "url": config.base_url + entry_url(h.slug), "score": h.score, "tags": list(catalog.records[h.slug].tags)}
         for h in hits
     ]
     if args.json:

@@ -48,7 +48,7 @@ def search_doc(index: SearchIndex, rec: Record, category_title: str) -> dict[str
         "category": rec.category,
         "category_title": category_title,
         "tags": list(rec.tags),
-        "summary": rec.entry.summary,
+        "summary": rec.head.summary,
         "tokens": " ".join([entry_token(rec.slug), *index.id_tokens(rec.slug, repeat=1)]),
     }
 
@@ -116,7 +116,7 @@ def search_files(catalog: Catalog) -> list[tuple[str, str]]:
     # One record per distinct matcher, with every entry that has it (entries share common ones).
     owners: dict[tuple[str, str, int, int], list[str]] = {}
     for slug, rec in catalog.records.items():
-        for fp in rec.entry.fingerprints:
+        for fp in rec.head.fingerprints:
             owners.setdefault((fp.pattern, fp.near or "", fp.window, STRENGTH_SCORE[fp.strength]), []).append(slug)
     fps = [([sorted(set(slugs)), *key], _anchors(key[0])) for key, slugs in sorted(owners.items())]
     refs = sum(len(record[0]) for record, _ in fps)  # a record weighs as many entries as it names

@@ -7,40 +7,67 @@ Pure apart from nothing: takes bytes and a display path, returns values. Cross-e
 from __future__ import annotations
 
 import difflib
+import pickle
 import warnings
 from dataclasses import dataclass
 from typing import Any, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from .entrytext import camel_words
 from .load import LoadError, Loaded, load_yaml, shown
 from .patterns import MAX_LINE, check_pattern, compile_pattern, plain_number, required_literals
 from .problems import Problem
-from .schema import Category, Entry, Language, Tag
+from .schema import Category, Entry, Fingerprint, Language, Tag
 
-__all__ = ["Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "suggest"]
+__all__ = ["Head", "Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "suggest"]
 
 M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
-class Parsed:
-    """A valid entry with the source positions kept for cross-entry messages."""
+class Head:
+    """What other pages and the site-wide files need of an entry (cards, links, the matcher, the
+    search vocabulary). A rebuild loads every entry's head but unpickles a full entry only for
+    the pages it renders."""
 
-    entry: Entry
+    title: str
+    summary: str
+    tags: tuple[str, ...]  # as written; the catalog resolves them
+    related: tuple[str, ...]
+    often_causes: tuple[str, ...]
+    fix_summary: str
+    fingerprints: tuple[Fingerprint, ...]
+    camel: frozenset[str]  # entrytext.camel_words
+
+    @classmethod
+    def of(cls, e: Entry) -> "Head":
+        return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary,
+                   tuple(e.fingerprints), camel_words(e))
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A valid entry with the source positions kept for cross-entry messages. `entry` is the
+    model, or (in the build cache and from parse workers) its pickle, loaded when first used."""
+
+    entry: Entry | bytes
     loaded: Loaded
+    head: Head
 
     def slim(self) -> "Parsed":
-        """Only the positions cross-entry checks use (tags, related, often_causes): what the
-        build cache keeps, a fraction of the full map."""
+        """The pickled entry and only the positions cross-entry checks use (tags, related,
+        often_causes): what the build cache keeps and parse workers send back."""
         keep = ("tags", "related", "often_causes")
+        entry = self.entry if isinstance(self.entry, bytes) else pickle.dumps(self.entry, protocol=pickle.HIGHEST_PROTOCOL)
         return Parsed(
-            self.entry,
+            entry,
             Loaded(
                 None,
                 {k: v for k, v in self.loaded.positions.items() if not k or k[0] in keep},
                 {k: v for k, v in self.loaded.key_positions.items() if k and k[0] in keep},
             ),
+            self.head,
         )
 
 
@@ -228,7 +255,7 @@ def parse_entry(raw: bytes, path: str) -> tuple[Parsed | None, list[Problem]]:
     if entry is None:
         return None, problems
     problems = _check_fingerprints(entry, loaded, path) + _check_code(entry, loaded, path)
-    return (None if problems else Parsed(entry, loaded)), problems
+    return (None if problems else Parsed(entry, loaded, Head.of(entry))), problems
 
 
 def _parse_list(model: type[M], raw: bytes, path: str, key: str) -> tuple[list[tuple[M, tuple[int, int]]], list[Problem]]:

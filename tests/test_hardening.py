@@ -480,8 +480,11 @@ def test_a_planted_build_cache_is_never_loaded(run_cli, tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     cache = project / ".cache" / "build"
     cache.mkdir(parents=True)
-    (cache / "parsed.pickle").write_bytes(pickle.dumps({"format": 3, "entries": _Planted(marker)}))
-    planted_pages = {"format": 3, "stamp": "x", "site": str(out), "pages": {"index.html": "x"}}
+    from generator.cache import FORMAT, SHARDS
+
+    for shard in range(SHARDS):
+        (cache / f"parsed-{shard:02d}.pickle").write_bytes(pickle.dumps({"format": FORMAT, "entries": _Planted(marker)}))
+    planted_pages = {"format": FORMAT, "stamp": "x", "site": str(out), "pages": {"index.html": "x"}}
     (cache / "pages.json").write_text(json.dumps(planted_pages))
     code, stdout, _ = run_cli("build", "--entries", str(entries), "--out", str(out), "--project", str(project), "--no-search")
     assert code == 0 and not marker.exists()  # the pickle was not unpickled
