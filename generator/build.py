@@ -8,6 +8,7 @@ spread over the cores; the output is the same byte for byte.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,8 +61,7 @@ def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: 
     for (path, _raw, key), result in zip(misses, parsed):
         results[path] = result
         if result[0] is not None and cache.folder is not None:
-            cache.parsed[key] = result[0]
-            cache.dirty = True
+            cache.put(key, result[0])
     return results
 
 
@@ -78,17 +78,17 @@ def _page_key(page: Page, salt: str, entry_keys: dict[str, str]) -> str:
     return digest(salt, page.path, page.template or "", "\0".join(f"{s}={entry_keys.get(s, '')}" for s in page.entries), page.extra)
 
 
-def _identity(key: str, path: Path) -> str:
+def _identity(key: str, path: str) -> str:
     """A page's key plus the identity of the file this build wrote for it (inode, size, mtime):
     a file replaced since, e.g. by a checkout that commits site/, is rendered again, not trusted."""
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return key
     return f"{key}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
 
 
-def _unchanged(recorded: str | None, key: str, previous: Path) -> bool:
+def _unchanged(recorded: str | None, key: str, previous: str) -> bool:
     return recorded is not None and recorded == _identity(key, previous)
 
 
@@ -135,7 +135,7 @@ def build(
         cache.save_parsed(set(hashes.values()))  # the valid files stay known
         raise
     dates = git_dates(entries)
-    pages = plan_pages(catalog, config, dates)
+    pages = plan_pages(catalog, config, dates, search)
 
     salt = digest(
         source_fingerprint(templates), repr(config), str(search),
@@ -146,8 +146,10 @@ def build(
         for path, category, slug, _raw in source.entries
     }
     _RENDERER = Renderer(config, templates)
-    writer = SiteWriter(out)
+    # An incremental build without search updates the site in place (Pagefind needs a whole tree).
+    writer = SiteWriter(out, update=bool(cache.pages) and cache.site == str(out_abs) and not search)
     keys: dict[str, str] = {}
+    kept: dict[str, str] = {}  # pages left in place by an update → their recorded identity
     rendered = 0
     try:
         todo: list[tuple[Page, str]] = []
@@ -156,10 +158,13 @@ def build(
                 writer.add(page.path, page.body or "")
                 continue
             key = keys[page.path] = _page_key(page, salt, entry_keys)
-            previous = out_abs / page.path
-            if _unchanged(cache.pages.get(page.path), key, previous) and cache.site == str(out_abs) and writer.link(page.path, previous):
+            previous = os.path.join(out_abs, page.path)
+            recorded = cache.pages.get(page.path)
+            if _unchanged(recorded, key, previous) and cache.site == str(out_abs) and writer.link(page.path, previous):
+                if writer.update and recorded is not None:
+                    kept[page.path] = recorded
                 continue
-            todo.append((page, str(writer.reserve(page.path))))
+            todo.append((page, writer.reserve(page.path)))
         run_parallel(_render_to, todo, jobs=jobs, min_items=32)
         rendered = len(todo)
         for path, data in static_files(templates):
@@ -173,7 +178,11 @@ def build(
         writer.abort()
         raise
     writer.commit()
-    if cache.folder is not None:
-        cache.save(stamp, {path: _identity(key, writer.out / path) for path, key in keys.items()}, out_abs, set(hashes.values()))
+    try:
+        if cache.folder is not None:
+            identities = {path: kept.get(path) or _identity(key, os.path.join(writer.out, path)) for path, key in keys.items()}
+            cache.save(stamp, identities, out_abs, set(hashes.values()))
+    finally:
+        writer.finish()
     html = sum(p.path.endswith(".html") for p in pages)
     return BuildResult(writer.out, html, len(writer.written), catalog.warnings, rendered=rendered)

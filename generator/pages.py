@@ -70,13 +70,15 @@ def category_url(category: str) -> str:
 
 def _card(catalog: Catalog, slug: str) -> dict[str, Any]:
     rec = catalog.records[slug]
-    return {"slug": slug, "url": entry_url(slug), "title": rec.entry.title, "summary": rec.entry.summary, "tags": rec.tags}
+    return {"slug": slug, "url": entry_url(slug), "title": rec.head.title, "summary": rec.head.summary, "tags": rec.tags}
 
 
-def _entry_page(catalog: Catalog, rec: Record, config: Config, dates: dict[str, str], sindex: SearchIndex) -> dict[str, Any]:
-    """The costly part of an entry page's context (markdown, highlighting); built when rendered."""
+def _entry_page(catalog: Catalog, rec: Record, config: Config, dates: dict[str, str], sindex: SearchIndex | None) -> dict[str, Any]:
+    """The costly part of an entry page's context (markdown, highlighting); built when rendered.
+    Without a search index (`build --no-search`) the page has no hidden search block."""
     ctx = _entry_context(catalog, rec, config, dates)
-    ctx["search_doc"] = search_doc(sindex, rec, catalog.categories[rec.category].title)
+    if sindex is not None:
+        ctx["search_doc"] = search_doc(sindex, rec, catalog.categories[rec.category].title)
     return ctx
 
 
@@ -93,6 +95,7 @@ def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[st
                 "html": Markup(md.code_block(c.code, c.language.value)),
             }
         )
+    faq = [{"q": f.q, "a": md.block(f.a)} for f in e.faq]
     edit_url = f"{config.repo_url}/edit/{config.branch}/entries/{_key(rec)}" if config.repo_url else ""
     issue_url = f"{config.repo_url}/issues/new?title={_quote('Problem in ' + rec.slug)}" if config.repo_url else ""
     return {
@@ -110,7 +113,7 @@ def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[st
         "code": stacks,
         "verify": {"html": Markup(md.code_block(e.fix.verify.code, e.fix.verify.language.value)), "expect": md.block(e.fix.verify.expect)},
         "prevention": [md.inline(x) for x in e.prevention],
-        "faq": [{"q": f.q, "a": md.block(f.a)} for f in e.faq],
+        "faq": faq,
         "dead_ends": [{"attempt": md.inline(d.attempt), "why": md.inline(d.why)} for d in e.dead_ends],
         "versions": e.versions,
         "fingerprints": e.fingerprints,
@@ -122,6 +125,7 @@ def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[st
         "jsonld": Markup(_json(seo.entry_graph(
             e, url=config.base_url + entry_url(rec.slug), site_title=config.title, site_url=config.base_url, category_title=cat.title,
             category_url=config.base_url + category_url(cat.name), tags=rec.tags, updated=dates.get(_key(rec), ""),
+            faq_html=[f["a"] for f in faq],
         ))),
     }
 
@@ -167,7 +171,7 @@ def entries_index(catalog: Catalog) -> str:
     """/api/entries.json: every entry's slug, category, title, summary and tags, and where its full
     data is (one file per entry, so a site of thousands of entries has no 100 MB download)."""
     return _json({"entries": [
-        {"slug": r.slug, "category": r.category, "url": entry_url(r.slug), "title": r.entry.title, "summary": r.entry.summary,
+        {"slug": r.slug, "category": r.category, "url": entry_url(r.slug), "title": r.head.title, "summary": r.head.summary,
          "tags": list(r.tags), "data": f"api/entries/{r.slug}.json"}
         for r in catalog.records.values()
     ]})
@@ -177,7 +181,7 @@ def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
     """The one matcher definition shared by the Python and browser diagnosers."""
     out = []
     for slug, rec in catalog.records.items():
-        for i, fp in enumerate(rec.entry.fingerprints):
+        for i, fp in enumerate(rec.head.fingerprints):
             out.append(
                 {
                     "slug": slug,
@@ -194,11 +198,11 @@ def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
             )
     entries = {
         slug: {
-            "title": rec.entry.title,
+            "title": rec.head.title,
             "url": entry_url(slug),
-            "summary": rec.entry.summary,
-            "fix": rec.entry.fix.summary,
-            "often_causes": list(rec.entry.often_causes),
+            "summary": rec.head.summary,
+            "fix": rec.head.fix_summary,
+            "often_causes": list(rec.head.often_causes),
         }
         for slug, rec in catalog.records.items()
     }
@@ -207,8 +211,8 @@ def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
 
 
 
-def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None) -> list[Page]:
-    """Every page of the site, in a stable order."""
+def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None, search: bool = True) -> list[Page]:
+    """Every page of the site, in a stable order. `search=False`: no Pagefind blocks in entry pages."""
     dates = dates or {}
     pages: list[Page] = []
     all_slugs = tuple(catalog.records)
@@ -258,11 +262,11 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     pairs = tag_pairs(catalog)
     camel = sindex.global_digest()
     for slug, rec in catalog.records.items():
-        groups = (rec.entry.related, rec.entry.often_causes, catalog.caused_by[slug], catalog.backlinks[slug], catalog.similar[slug])
+        groups = (rec.head.related, rec.head.often_causes, catalog.caused_by[slug], catalog.backlinks[slug], catalog.similar[slug])
         linked = tuple(sorted({slug, *(s for g in groups for s in g)}))
         add(
-            f"{slug}/index.html", "entry.html", {"title": rec.entry.title, "description": rec.entry.summary}, linked,
-            make=partial(_entry_page, catalog, rec, config, dates, sindex),
+            f"{slug}/index.html", "entry.html", {"title": rec.head.title, "description": rec.head.summary}, linked,
+            make=partial(_entry_page, catalog, rec, config, dates, sindex if search else None),
             # the lists of linked entries depend on other entries' tags too: they are part of the key
             extra=repr((groups, dates.get(_key(rec), ""), camel)),
         )
@@ -308,7 +312,8 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
 
     pages.append(Page("404.html", "404.html", {"root": urlsplit(config.base_url).path, "page_path": "404.html", "title": "Page not found"}))
 
-    urls = [{"loc": config.base_url + p.url, "lastmod": _page_date(p, catalog, dates)} for p in pages if p.in_sitemap]
+    date_of = {slug: dates.get(_key(rec), "") for slug, rec in catalog.records.items()}
+    urls = [{"loc": config.base_url + p.url, "lastmod": max((date_of.get(s, "") for s in p.entries), default="")} for p in pages if p.in_sitemap]
     pages.append(Page("sitemap.xml", "sitemap.xml", {"urls": urls}, extra=repr(urls)))  # addresses and dates only
     pages.append(Page("robots.txt", body=f"User-agent: *\nAllow: /\nSitemap: {config.base_url}sitemap.xml\n"))
     feed_entries = sorted(catalog.records.values(), key=lambda r: (dates.get(_key(r), ""), r.slug), reverse=True)[:FEED_ITEMS]
@@ -320,7 +325,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
             {
                 "updated": updated,
                 "items": [
-                    {"title": r.entry.title, "summary": r.entry.summary, "url": config.base_url + entry_url(r.slug), "updated": dates.get(_key(r), "") or "1970-01-01", "tags": r.tags}
+                    {"title": r.head.title, "summary": r.head.summary, "url": config.base_url + entry_url(r.slug), "updated": dates.get(_key(r), "") or "1970-01-01", "tags": r.tags}
                     for r in feed_entries
                 ],
             },
@@ -337,10 +342,6 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     pages.extend(Page(path, body=body, entries=all_slugs) for path, body in search_files(catalog))
     pages.append(Page("schema/entry.json", body=json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"))
     return pages
-
-
-def _page_date(page: Page, catalog: Catalog, dates: dict[str, str]) -> str:
-    return max((dates.get(_key(catalog.records[s]), "") for s in page.entries if s in catalog.records), default="")
 
 
 def _key(rec: Record) -> str:

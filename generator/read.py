@@ -58,6 +58,15 @@ def _read(path: Path, display: str, root_real: Path, problems: list[Problem]) ->
     return data
 
 
+def _read_plain(path: str, display: str, problems: list[Problem]) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read(MAX_BYTES + 1)
+    except OSError as e:
+        problems.append(Problem(display, 0, 0, f"cannot read: {e.strerror}"))
+        return None
+
+
 def read_source(root: Path, display_root: str | None = None) -> Source:
     """Read the whole entries folder. Raises FailpediaError when the folder itself is missing."""
     if not root.is_dir():
@@ -113,7 +122,10 @@ def read_source(root: Path, display_root: str | None = None) -> Source:
                     Problem(fdisplay, 0, 0, f"file name '{shown(stem)}' is not a valid slug: use lower-case letters, digits and single hyphens")
                 )
                 continue
-            data = _read(Path(f.path), fdisplay, root_real, problems)
+            if f.is_file(follow_symlinks=False):  # a plain file in a real folder: nothing to resolve
+                data = _read_plain(f.path, fdisplay, problems)
+            else:  # a symlink: it must stay inside the entries folder
+                data = _read(Path(f.path), fdisplay, root_real, problems)
             if data is not None:
                 entries.append((fdisplay, child.name, stem, data))
     return Source(

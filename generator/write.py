@@ -1,9 +1,13 @@
 """Write: file contents → the output folder, all or nothing.
 
-Everything is written into a sibling temporary folder first; only a complete build replaces the
-old site (rename the old one aside, rename the new one in, delete the old). A failed build leaves
-the previous site untouched. The sink refuses two writes to one path and any path that would
-escape the folder.
+Two ways, one outcome. A fresh build writes everything into a sibling temporary folder; only a
+complete build replaces the old site (rename the old one aside, rename the new one in, delete the
+old). An update (`update=True`: an incremental build of a site this tool wrote) stages only the
+files that changed, keeps the rest where they are, and once everything is staged moves the new
+files in (one rename each) and deletes the files the site no longer has: at 10,000 entries that
+is a few dozen renames instead of 14,000 folders and 24,000 links. Either way a failed build
+leaves the previous site untouched. The sink refuses two writes to one path and any path that
+would escape the folder.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import os
 import re
 import shutil
 import tempfile
-from pathlib import Path, PurePosixPath
+import threading
+from pathlib import Path
 
 from .problems import FailpediaError
 
@@ -22,25 +27,35 @@ _PART_RE = re.compile(r"[A-Za-z0-9_@+~,=-][A-Za-z0-9._@+~,=-]*")  # no hidden fi
 
 
 class SiteWriter:
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, update: bool = False) -> None:
         self.out = out.resolve() if out.exists() else out.absolute()
         self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.update = update and self.out.is_dir()
         self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name}-new-", dir=self.out.parent))
+        self.staged: list[str] = []  # update: the files to move in
         self.written: set[str] = set()
         self.spellings: dict[str, str] = {}  # lower-cased path or folder → the spelling written
+        self.folders: set[str] = set()  # folders made so far
+        self._cleanup: threading.Thread | None = None
 
     def add(self, rel: str, content: str | bytes) -> None:
-        target = self.reserve(rel)
         data = content.encode("utf-8") if isinstance(content, str) else content
+        if self.update and _same_bytes(os.path.join(self.out, rel), data):
+            self._claim(rel)
+            return
+        target = self.reserve(rel)
         try:
             with open(target, "wb") as f:
                 f.write(data)
         except OSError as e:  # a file where a folder must go, or the reverse
             raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
 
-    def link(self, rel: str, previous: Path) -> bool:
+    def link(self, rel: str, previous: str | Path) -> bool:
         """Reuse an unchanged file of the previous site (a hard link, no rewrite). False when the
-        previous file is gone; the caller then renders it."""
+        previous file is gone; the caller then renders it. An update keeps the file in place."""
+        if self.update:
+            self._claim(rel)
+            return True
         target = self.reserve(rel)
         try:
             os.link(previous, target)
@@ -55,32 +70,44 @@ class SiteWriter:
                 return False
         return True
 
-    def reserve(self, rel: str) -> Path:
+    def reserve(self, rel: str) -> str:
         """Check a path and claim it; returns where its content goes (its folder exists)."""
-        p = PurePosixPath(rel)
-        if p.is_absolute() or ".." in p.parts or not p.parts or "\\" in rel or rel != p.as_posix():
+        self._claim(rel)
+        if self.update:
+            self.staged.append(rel)
+        folder = rel.rpartition("/")[0]
+        if folder and folder not in self.folders:  # one mkdir per folder, not per file
+            try:
+                os.makedirs(os.path.join(self.tmp, folder), exist_ok=True)
+            except OSError as e:  # a file where a folder must go
+                self.written.discard(rel)
+                raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
+            self.folders.add(folder)
+        return os.path.join(self.tmp, rel)
+
+    def _claim(self, rel: str) -> None:
+        parts = rel.split("/")
+        if rel.startswith("/") or "\\" in rel or any(part in ("", ".", "..") for part in parts):
             raise FailpediaError(f"refusing to write {rel!r}: output paths must stay inside the site folder")
-        if not all(_PART_RE.fullmatch(part) for part in p.parts):
+        if not all(_PART_RE.fullmatch(part) for part in parts):
             raise FailpediaError(
                 f"refusing to write {rel!r}: output paths use ASCII letters, digits and . _ - + @ ~ , = only"
             )
         if rel in self.written:
             raise FailpediaError(f"two pages would be written to {rel!r}; rename one of their sources")
-        for i in range(1, len(p.parts) + 1):  # one spelling per path on case-insensitive file systems
-            prefix = "/".join(p.parts[:i])
+        prefix = ""
+        for part in parts:  # one spelling per path on case-insensitive file systems
+            prefix = f"{prefix}/{part}" if prefix else part
             seen = self.spellings.setdefault(prefix.lower(), prefix)
             if seen != prefix:
                 raise FailpediaError(f"refusing to write {rel!r}: it and {seen!r} differ only in case; rename one of their sources")
         self.written.add(rel)
-        target = self.tmp / rel
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:  # a file where a folder must go
-            raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
-        return target
 
     def commit(self) -> None:
-        """Swap the new folder in place of the old one."""
+        """Swap the new folder in place of the old one (an update: move the staged files in)."""
+        if self.update:
+            self._commit_update()
+            return
         old = None
         if self.out.exists():
             if not self.out.is_dir():
@@ -90,8 +117,56 @@ class SiteWriter:
             os.rmdir(old)
             os.rename(self.out, old)
         os.rename(self.tmp, self.out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        if old is not None:  # the old tree goes while the caller saves its cache; finish() waits
+            self._cleanup = threading.Thread(target=shutil.rmtree, args=(old,), kwargs={"ignore_errors": True})
+            self._cleanup.start()
+
+    def _commit_update(self) -> None:
+        made: set[str] = set()
+        for rel in self.staged:
+            folder = os.path.join(self.out, rel.rpartition("/")[0])
+            if folder not in made:
+                os.makedirs(folder, exist_ok=True)
+                made.add(folder)
+            live = os.path.join(self.out, rel)
+            if os.path.isdir(live) and not os.path.islink(live):
+                shutil.rmtree(live)  # a folder where a file now goes
+            os.replace(os.path.join(self.tmp, rel), live)
+        self._sweep(self.out, "")
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _sweep(self, folder: str, rel: str) -> bool:
+        """Delete what this build did not write; True when `folder` ends up empty."""
+        empty = True
+        with os.scandir(folder) as it:
+            for item in it:
+                sub = f"{rel}/{item.name}" if rel else item.name
+                if item.is_dir(follow_symlinks=False):
+                    if self._sweep(item.path, sub):
+                        os.rmdir(item.path)
+                    else:
+                        empty = False
+                elif sub in self.written:
+                    empty = False
+                else:
+                    os.unlink(item.path)
+        return empty
+
+    def finish(self) -> None:
+        """Wait until the replaced site is deleted."""
+        if self._cleanup is not None:
+            self._cleanup.join()
+            self._cleanup = None
 
     def abort(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _same_bytes(path: str, data: bytes) -> bool:
+    try:
+        if os.path.getsize(path) != len(data):
+            return False
+        with open(path, "rb") as f:
+            return f.read() == data
+    except OSError:
+        return False

@@ -191,3 +191,19 @@ def test_page_size_setting_is_checked(tmp_path: Path, value: str) -> None:
         load_config(tmp_path)
     (tmp_path / "pyproject.toml").write_text("[tool.failpedia]\npage_size = 20\n")
     assert load_config(tmp_path).page_size == 20
+
+
+def test_no_search_build_leaves_out_the_hidden_search_block(sample: Path) -> None:
+    """`--no-search` skips search indexing altogether, the per-page Pagefind block included."""
+    from generator.build import load_catalog
+    from generator.config import Config
+    from generator.pages import plan_pages
+    from generator.render import Renderer
+
+    catalog, config = load_catalog(sample), Config()
+    renderer = Renderer(config)
+    for search in (True, False):
+        page = next(p for p in plan_pages(catalog, config, {}, search) if p.path == "ddp-oom/index.html")
+        html = renderer.render(page)
+        assert ("data-pagefind-body" in html) is search and ("zxsearchdoc" in html) is search
+        assert "Quick answer" in html

@@ -126,3 +126,45 @@ def test_a_replaced_output_file_is_rendered_again_not_trusted(project) -> None:
     incremental(project)
     assert "planted" not in planted.read_text()
     assert_same_as_cold(project)
+
+
+def test_one_changed_entry_rewrites_one_parsed_shard(project) -> None:
+    incremental(project)
+    shards = sorted(project["cache"].glob("parsed-*.pickle"))
+    before = {p.name: p.stat().st_mtime_ns for p in shards}
+    CHANGES["entry text"](project)
+    incremental(project)
+    after = {p.name: p.stat().st_mtime_ns for p in project["cache"].glob("parsed-*.pickle")}
+    changed = [name for name in after if after[name] != before.get(name)]
+    assert len(changed) <= 2  # the new version's shard, and the old version's if it differs
+    assert len(after) == len(before)
+    assert_same_as_cold(project)
+
+
+def test_an_update_that_fails_leaves_the_site_as_it_was(project) -> None:
+    """Incremental builds update the site in place: a render error must not leave it half-updated."""
+    incremental(project)
+    before = tree_digest(project["site"])
+    CHANGES["entry text"](project)
+    tpl = project["templates"] / "tag.html"
+    tpl.write_text(tpl.read_text().replace("{{ tag.description }}", "{{ tag.no_such_field.deeper }}"))
+    with pytest.raises(Exception) as failure:
+        incremental(project)
+    assert not isinstance(failure.value, AssertionError), failure.value
+    assert tree_digest(project["site"]) == before
+    assert not [p for p in project["site"].parent.iterdir() if p.name.startswith(".site-")]  # no staging left behind
+    tpl.write_text((TEMPLATES / "tag.html").read_text())
+    incremental(project)
+    assert_same_as_cold(project)
+
+
+def test_an_update_removes_files_the_site_no_longer_has(project) -> None:
+    incremental(project)
+    (project["site"] / "stray.html").write_text("not ours")
+    (project["site"] / "old-folder").mkdir()
+    (project["site"] / "old-folder/index.html").write_text("gone")
+    CHANGES["removed entry"](project)
+    incremental(project)
+    assert not (project["site"] / "stray.html").exists() and not (project["site"] / "old-folder").exists()
+    assert not (project["site"] / "nccl-hang").exists()
+    assert_same_as_cold(project)
