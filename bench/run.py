@@ -6,9 +6,10 @@
 
 For each size it times, each the median of --repeat runs (peak RSS of the child too):
 cold full build (--no-cache --no-search), no-op rebuild, rebuild after one entry changed, after
-the tag registry changed, after a template changed, the search indexing step alone, and Hugo
-building the same entries converted to Markdown pages with a tags taxonomy. Ratios against Hugo
-are printed, since they hold on a noisy shared machine where seconds do not.
+the tag registry changed, after a template changed, a cold build with search, the search
+indexing step alone (Pagefind over that site), and Hugo building the same entries converted to
+Markdown pages with a tags taxonomy. Ratios against Hugo are printed, since they hold on a noisy
+shared machine where seconds do not.
 """
 
 from __future__ import annotations
@@ -84,6 +85,14 @@ def hugo_project(corpus: Path, root: Path) -> Path:
     return root
 
 
+class _Progress(dict):
+    """Results that are also printed as they come (a long run that fails later keeps its figures)."""
+
+    def __setitem__(self, name: str, value: tuple[float, float]) -> None:
+        print(f"  {name}: {value[0]:.2f} s, {value[1]:.0f} MiB", file=sys.stderr, flush=True)
+        super().__setitem__(name, value)
+
+
 def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool) -> dict[str, tuple[float, float]]:
     corpus = work / f"corpus-{count}"
     make_corpus(REPO / "entries", count, corpus)
@@ -91,7 +100,7 @@ def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool) -> dict[str
     shutil.copytree(REPO / "templates", templates, dirs_exist_ok=True)
     base = [PY, "-m", "generator", "build", "--entries", str(corpus), "--out", str(site), "--no-search",
             "--cache-dir", str(cache), "--templates", str(templates)]
-    results: dict[str, tuple[float, float]] = {}
+    results: dict[str, tuple[float, float]] = _Progress()
 
     def clear_cache() -> None:
         shutil.rmtree(cache, ignore_errors=True)
@@ -122,8 +131,14 @@ def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool) -> dict[str
         tpl.write_text(tpl_text + f"\n{{# edit {next(counter)} #}}\n")
 
     results["template changed"] = median_of(repeat, touch_template, base, REPO)
+    # With search: entry pages carry Pagefind's blocks, and Pagefind indexes the written site.
+    searched = work / "site-search"
+    with_search = [a for a in base if a != "--no-search"] + ["--no-cache"]
+    with_search[with_search.index(str(site))] = str(searched)
+    results["cold build with search"] = median_of(repeat, None, with_search, REPO)
     results["search indexing alone"] = median_of(
-        repeat, None, [PY, "-c", f"from generator.indexer import run_pagefind; from pathlib import Path; run_pagefind(Path({str(site)!r}), expected_pages={count})"], REPO
+        repeat, lambda: shutil.rmtree(searched / "pagefind", ignore_errors=True),
+        [PY, "-c", f"from generator.indexer import run_pagefind; from pathlib import Path; run_pagefind(Path({str(searched)!r}), expected_pages={count})"], REPO
     )
     if not skip_hugo and shutil.which("hugo"):
         project = hugo_project(corpus, work / "hugo")

@@ -36,7 +36,8 @@ class BuildResult:
     pages: int  # HTML pages
     files: int  # every file in the site
     warnings: tuple[Problem, ...]
-    rendered: int = 0  # pages rendered in this build (the rest were reused)
+    rendered: int = 0  # files rendered in this build
+    reused: int = 0  # files kept from the previous site (their inputs did not change)
     unchanged: bool = False  # nothing changed: the site was left as it was
 
 
@@ -165,6 +166,8 @@ def build(
                     kept[page.path] = recorded
                 continue
             todo.append((page, writer.reserve(page.path)))
+        for name in sorted({p.template for p, _ in todo if p.template}):
+            _RENDERER.env.get_template(name)  # compiled once, before the workers fork
         run_parallel(_render_to, todo, jobs=jobs, min_items=32)
         rendered = len(todo)
         for path, data in static_files(templates):
@@ -185,4 +188,4 @@ def build(
     finally:
         writer.finish()
     html = sum(p.path.endswith(".html") for p in pages)
-    return BuildResult(writer.out, html, len(writer.written), catalog.warnings, rendered=rendered)
+    return BuildResult(writer.out, html, len(writer.written), catalog.warnings, rendered=rendered, reused=len(keys) - rendered)

@@ -109,7 +109,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if result.warnings:
         n = len(result.warnings)
         print(f"{n} warning{'s' * (n != 1)} (not fatal; 'failpedia check' lists them)", file=sys.stderr)
-    reused = f", {result.pages - result.rendered if result.rendered < result.pages else 0} reused" if cache_dir else ""
+    reused = f", {result.reused} reused" if cache_dir else ""
     print(f"built {result.pages} pages ({result.files} files, {result.rendered} rendered{reused}) into {out}/ — "
           f"open {out}/index.html or run 'failpedia serve'")
     return 0
