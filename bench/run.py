@@ -95,7 +95,7 @@ class _Progress(dict):
         super().__setitem__(name, value)
 
 
-def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool) -> dict[str, tuple[float, float]]:
+def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool, search_repeat: int = 1) -> dict[str, tuple[float, float]]:
     corpus = work / f"corpus-{count}"
     make_corpus(REPO / "entries", count, corpus)
     site, cache, templates = work / "site", work / "cache", work / "templates"
@@ -154,9 +154,9 @@ def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool) -> dict[str
     searched = work / "site-search"
     with_search = [a for a in base if a != "--no-search"] + ["--no-cache"]
     with_search[with_search.index(str(site))] = str(searched)
-    results["cold build with search"] = median_of(repeat, None, with_search, REPO)
+    results["cold build with search"] = median_of(search_repeat, None, with_search, REPO)
     results["search indexing alone"] = median_of(
-        repeat, lambda: shutil.rmtree(searched / "pagefind", ignore_errors=True),
+        search_repeat, lambda: shutil.rmtree(searched / "pagefind", ignore_errors=True),
         [PY, "-c", f"from generator.indexer import run_pagefind; from pathlib import Path; run_pagefind(Path({str(searched)!r}), expected_pages={count})"], REPO
     )
     return results
@@ -166,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--count", default="10000", help="entries, or a comma-separated list of sizes")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--search-repeat", type=int, default=1, help="runs of the two search steps (minutes each at 10,000)")
     p.add_argument("--skip-hugo", action="store_true")
     p.add_argument("--workdir", type=Path, default=None)
     args = p.parse_args(argv)
@@ -173,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cores: {os.cpu_count()}; work dir: {work}", file=sys.stderr)
     for count in [int(c) for c in args.count.split(",")]:
         print(f"== {count} entries, median of {args.repeat} ==", file=sys.stderr)
-        results = bench_size(count, args.repeat, work, args.skip_hugo)
+        results = bench_size(count, args.repeat, work, args.skip_hugo, args.search_repeat)
         hugo = results.get("hugo build")
         print(f"\n{count:,} entries")
         print(f"{'step':28} {'seconds':>9} {'peak RSS MiB':>13} {'vs hugo':>8}")
