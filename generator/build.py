@@ -12,18 +12,23 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from .cache import BuildCache, digest, input_stamp, source_fingerprint
-from .catalog import Catalog, ParseResult, build_catalog
-from .config import Config
+from .config import TEMPLATES, Config
 from .gitdates import date_key, git_dates, git_head
-from .markdown import pygments_css
-from .pages import Page, plan_pages
 from .parallel import run_parallel
 from .problems import BuildFailed, Problem
-from .read import Source, read_source
-from .render import TEMPLATES, Renderer, static_files
-from .validate import parse_entry
 from .write import SiteWriter
+
+if TYPE_CHECKING:
+    from .catalog import Catalog, ParseResult
+    from .pages import Page
+    from .read import Source
+    from .render import Renderer
+
+# The stages (pydantic, jinja2, markdown-it, Pygments: ~0.4 s of imports) load only once a
+# build has work to do, so a no-op rebuild answers before importing them.
 
 __all__ = ["BuildResult", "build", "load_catalog"]
 
@@ -43,6 +48,9 @@ class BuildResult:
 
 def load_catalog(entries: Path) -> Catalog:
     """Read and validate every entry; raises BuildFailed with every problem."""
+    from .catalog import build_catalog
+    from .read import read_source
+
     return build_catalog(read_source(entries))
 
 
@@ -68,6 +76,8 @@ def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: 
 
 def _parse_one(item: tuple[str, bytes]) -> ParseResult:
     """Parse in a worker; only the positions later stages use travel back (a tenth of the pickle)."""
+    from .validate import parse_entry
+
     path, raw = item
     parsed, problems = parse_entry(raw, path)
     return (parsed.slim() if parsed is not None else None), problems
@@ -125,6 +135,12 @@ def build(
     if cache_dir is not None and stamp == cache.stamp and cache.site == str(out_abs) and out_abs.is_dir():
         pages = sum(1 for p in cache.pages if p.endswith(".html"))
         return BuildResult(out_abs, pages, len(cache.pages), (), rendered=0, unchanged=True)
+
+    from .catalog import build_catalog
+    from .markdown import pygments_css
+    from .pages import plan_pages
+    from .read import read_source
+    from .render import Renderer, static_files
 
     source = read_source(entries)
     hashes = {path: digest(raw) for path, _category, _slug, raw in source.entries}  # each file hashed once

@@ -88,7 +88,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from .config import load_config
 
     from .build import DEFAULT_CACHE
-    from .render import TEMPLATES
+    from .config import TEMPLATES
 
     config = load_config(Path(args.project)).with_base_url(args.base_url)
     out = Path(args.out)

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from .problems import FailpediaError
 
-__all__ = ["Config", "load_config"]
+__all__ = ["TEMPLATES", "Config", "load_config"]
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"  # the default site templates
 
 
 @dataclass(frozen=True)

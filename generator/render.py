@@ -7,13 +7,12 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from .config import Config
+from .config import TEMPLATES, Config
 from .pages import Page
 from .schema import STACK_NAMES
 
 __all__ = ["TEMPLATES", "Renderer"]
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
 
 class Renderer:

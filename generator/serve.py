@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from .config import Config
 from .problems import BuildFailed, FailpediaError, Problem, UsageError
-from .render import TEMPLATES
+from .config import TEMPLATES
 
 __all__ = ["BuildState", "Builder", "DevServer", "cmd_serve", "inject_reload"]
 
