@@ -493,3 +493,21 @@ def test_a_planted_build_cache_is_never_loaded(run_cli, tmp_path: Path) -> None:
     code, stdout, _ = run_cli("build", "--entries", str(entries), "--out", str(out), "--project", str(project), "--no-search")
     assert code == 0 and not marker.exists()
     assert "nothing changed" in stdout or "0 rendered" in stdout, stdout
+
+
+def test_reading_many_entries_does_not_map_memory_per_file(tmp_path: Path) -> None:
+    """Each file read once kept its own memory mapping (a 1 MiB buffer shrunk in place); at
+    65,530 of them (the kernel's limit) nothing could be mapped any more and a 100,000-entry
+    build died importing a module."""
+    from generator.read import read_source
+
+    write_tree(tmp_path, {"tags.yaml": "tags: []\n", "categories.yaml": "categories: []\n"})
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    for i in range(3000):
+        (folder / f"entry-{i}.yaml").write_text("title: x\n")
+    maps = lambda: len(Path("/proc/self/maps").read_text().splitlines())  # noqa: E731
+    before = maps()
+    source = read_source(tmp_path)
+    assert len(source.entries) == 3000
+    assert maps() - before < 300
