@@ -11,7 +11,8 @@ Three things are kept under the cache folder (`.cache/` by default, `--cache-dir
   its pickled model, which is unpickled only for the pages a build renders; a rebuild rewrites
   only the shards whose entries changed.
 - `pages.json`: for every page of the last site, the key of its inputs. A page whose key is
-  unchanged is not rendered: its previous file is hard-linked into the new site.
+  unchanged is not rendered: its previous file stays (an in-place update) or is hard-linked into
+  the new site (a fresh tree).
 
 The cache is an optimisation only: a test proves an incremental build equals a cold one byte for
 byte after each kind of change. It is local state written by this tool, never by contributors: a
