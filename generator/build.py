@@ -11,7 +11,6 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from .cache import BuildCache, digest, input_stamp, source_fingerprint

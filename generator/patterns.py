@@ -68,6 +68,9 @@ class _Parser:
     def sequence(self, depth: int) -> tuple[bool, bool]:
         has_q = has_alt = False
         while self.peek() and self.peek() not in "|)":
+            run = _LITERAL_RUN.match(self.s, self.i)
+            if run and run.end() - self.i > 1:  # plain characters: only the last can take a quantifier
+                self.i = run.end() - 1
             start = self.i
             inner_q, inner_alt, quantifiable = self.atom(depth)
             atom = self.s[start : self.i]
