@@ -47,8 +47,16 @@ def _md() -> MarkdownIt:
     return md
 
 
+# A one-line text that starts like prose is one paragraph (no list, heading, quote, fence, table
+# or indented code can start with these), so only its inline markup needs the parser.
+_PROSE_START_RE = re.compile(r"[A-Za-z`\"'(]")
+
+
 def block(text: str) -> Markup:
     """Block markdown (paragraphs, lists, code) → safe HTML."""
+    line = text.rstrip(" \t\n")
+    if _PROSE_START_RE.match(line) and "\n" not in line and "\r" not in line and not line.startswith("```"):
+        return Markup(f"<p>{inline(line.rstrip())}</p>\n")  # the paragraph drops trailing whitespace
     return Markup(_md().render(text))
 
 

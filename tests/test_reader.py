@@ -325,3 +325,26 @@ def test_nu_html_checker_reports_no_errors_on_any_page(real_site: Path, tmp_path
     errors = [m for m in messages if m.get("type") in ("error", "non-document-error") and not m.get("url", "").endswith("control.html")
               and not any(g.search(m.get("message", "")) for g in KNOWN_CHECKER_GAPS)]
     assert [f"{Path(m.get('url', '')).as_posix()[-60:]}:{m.get('lastLine')}: {m.get('message')}" for m in errors] == []
+
+
+def test_markdown_shortcuts_render_exactly_like_markdown_it() -> None:
+    """`inline` skips the parser for text without markup and `block` for one-line prose; both must
+    give markdown-it's own output, on every entry's text and on strings made to break them."""
+    import random
+
+    from generator import markdown as md
+    from generator.build import load_catalog
+
+    parser = md._md()
+    texts: set[str] = set()
+    for rec in load_catalog(REPO / "entries").records.values():
+        e = rec.entry
+        texts.update([e.mechanism, e.summary, e.fix.summary, *e.fix.steps, *(f.a for f in e.faq), *e.observe, *e.confirm,
+                      *(s.why for s in e.symptoms), *(s.signal for s in e.symptoms)])
+    pieces = [*"abXZ09 `*_[]()<>&!~#>-+=.|\\\"'\t:/", "\n", "\n\n", "```", "1. ", "- ", "# ", "    ", "[a](b)", "[a]: b",
+              "**", "&amp;", "<b>", "\u00a0", "\u3000", "é", "---", "===", "| a | b |", "  \n", "\\\n", "http://x.y"]
+    rnd = random.Random(20261130)
+    texts.update("".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 14))) for _ in range(20000))
+    for text in texts:
+        assert str(md.block(text)) == parser.render(text), repr(text)
+        assert str(md.inline(text)) == parser.renderInline(text), repr(text)
