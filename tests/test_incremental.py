@@ -168,3 +168,17 @@ def test_an_update_removes_files_the_site_no_longer_has(project) -> None:
     assert not (project["site"] / "stray.html").exists() and not (project["site"] / "old-folder").exists()
     assert not (project["site"] / "nccl-hang").exists()
     assert_same_as_cold(project)
+
+
+def test_an_edit_to_an_entry_body_leaves_the_site_wide_json_alone(project) -> None:
+    """api/entries.json and api/fingerprints.json hold titles, summaries, tags and fingerprints:
+    a changed mechanism rewrites neither (each is a full pass over every entry at 10,000)."""
+    incremental(project)
+    site = project["site"]
+    before = {name: (site / name).stat().st_ino for name in ("api/entries.json", "api/fingerprints.json", "gpu-oom/index.html")}
+    edit_entry(project, "memory/gpu-oom.yaml", mechanism="A rewritten mechanism paragraph that explains the failure in new words.")
+    incremental(project)
+    after = {name: (site / name).stat().st_ino for name in before}
+    assert after["gpu-oom/index.html"] != before["gpu-oom/index.html"]
+    assert after["api/entries.json"] == before["api/entries.json"] and after["api/fingerprints.json"] == before["api/fingerprints.json"]
+    assert_same_as_cold(project)
