@@ -82,10 +82,14 @@ def _parse_one(item: tuple[str, bytes]) -> ParseResult:
     return (parsed.slim() if parsed is not None else None), problems
 
 
-def _page_key(page: Page, salt: str, entry_keys: dict[str, str]) -> str:
-    """Everything a page's output depends on: the site-wide salt, the page itself, and the
-    content (and date) of every entry whose data it shows, in the order it shows them."""
-    return digest(salt, page.path, page.template or "", "\0".join(f"{s}={entry_keys.get(s, '')}" for s in page.entries), page.extra)
+def _page_key(page: Page, salt: str, entry_keys: dict[str, str], card_keys: dict[str, str]) -> str:
+    """Everything a page's output depends on: the site-wide salt, the page itself, the content (and
+    date) of every entry whose data it shows, and the card fields of every entry it lists, in the
+    order it shows them."""
+    return digest(
+        salt, page.path, page.template or "", "\0".join(f"{s}={entry_keys.get(s, '')}" for s in page.entries),
+        "\0".join(f"{s}={card_keys.get(s, '')}" for s in page.cards), page.extra,
+    )
 
 
 def _identity(key: str, path: str) -> str:
@@ -161,6 +165,10 @@ def build(
         slug: digest(hashes[path], dates.get(date_key(category, slug), ""))
         for path, category, slug, _raw in source.entries
     }
+    card_keys = {  # what a card shows: an edit elsewhere in an entry leaves the pages listing it alone
+        slug: digest(rec.head.title, rec.head.summary, "\0".join(rec.tags), dates.get(date_key(rec.category, slug), ""))
+        for slug, rec in catalog.records.items()
+    }
     _RENDERER = Renderer(config, templates)
     # An incremental build without search updates the site in place (Pagefind needs a whole tree).
     writer = SiteWriter(out, update=bool(cache.pages) and cache.site == str(out_abs) and not search)
@@ -173,7 +181,7 @@ def build(
             if page.template is None and not callable(page.body):
                 writer.add(page.path, page.body or "")
                 continue
-            key = keys[page.path] = _page_key(page, salt, entry_keys)
+            key = keys[page.path] = _page_key(page, salt, entry_keys, card_keys)
             previous = os.path.join(out_abs, page.path)
             recorded = cache.pages.get(page.path)
             if _unchanged(recorded, key, previous) and cache.site == str(out_abs) and writer.link(page.path, previous):

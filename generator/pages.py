@@ -40,6 +40,7 @@ class Page:
     context: dict[str, Any] = field(default_factory=dict)
     body: str | Callable[[], str] | None = None  # a callable body is built when the page is written
     entries: tuple[str, ...] = ()  # slugs whose content appears on this page
+    cards: tuple[str, ...] = ()  # slugs shown only as cards (title, summary, tags, date)
     in_sitemap: bool = False
     make: Callable[[], dict[str, Any]] | None = None  # the costly part of the context, built on render
     extra: str = ""  # anything else the page depends on, for the build cache's page key
@@ -227,10 +228,10 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
 
     def add(
         path: str, template: str, context: dict[str, Any], entries: tuple[str, ...] = (), sitemap: bool = True,
-        make: Callable[[], dict[str, Any]] | None = None, extra: str = "",
+        make: Callable[[], dict[str, Any]] | None = None, extra: str = "", cards: tuple[str, ...] = (),
     ) -> None:
         ctx = {"root": _root(path), "page_path": path, **context}
-        pages.append(Page(path, template, ctx, entries=entries, in_sitemap=sitemap, make=make, extra=extra))
+        pages.append(Page(path, template, ctx, entries=entries, cards=cards, in_sitemap=sitemap, make=make, extra=extra))
 
     def listing(folder: str, template: str, context: dict[str, Any], slugs: tuple[str, ...], extra: str = "") -> None:
         """A list of entry cards over as many pages as `config.page_size` needs: `folder/index.html`,
@@ -247,7 +248,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
                 "first": folder, "last": f"{folder}page/{count}/" if count > 1 else folder,
             }
             title = context["title"] if n == 1 else f"{context['title']} (page {n} of {count})"
-            add(path, template, {**context, "title": title, "entries": [cards[s] for s in chunk], "pager": pager}, chunk,
+            add(path, template, {**context, "title": title, "entries": [cards[s] for s in chunk], "pager": pager}, cards=chunk,
                 extra=repr((len(slugs), count, extra)))
 
     # The home page lists every entry while they fit on one page, then the most recently updated.
@@ -257,7 +258,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         "index.html",
         "home.html",
         {"categories": categories, "tags": used_tags, "entries": [cards[s] for s in recent], "total": len(all_slugs), "title": None},
-        tuple(recent),
+        cards=tuple(recent),
         extra=repr((used_tags, [c["count"] for c in categories])),  # the counts depend on every entry
     )
     sindex = SearchIndex.build(catalog)
@@ -265,9 +266,9 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     camel = sindex.global_digest()
     for slug, rec in catalog.records.items():
         groups = (rec.head.related, rec.head.often_causes, catalog.caused_by[slug], catalog.backlinks[slug], catalog.similar[slug])
-        linked = tuple(sorted({slug, *(s for g in groups for s in g)}))
+        linked = tuple(sorted({s for g in groups for s in g} - {slug}))
         add(
-            f"{slug}/index.html", "entry.html", {"title": rec.head.title, "description": rec.head.summary}, linked,
+            f"{slug}/index.html", "entry.html", {"title": rec.head.title, "description": rec.head.summary}, (slug,), cards=linked,
             make=partial(_entry_page, catalog, rec, config, dates, sindex if search else None),
             # the lists of linked entries depend on other entries' tags too: they are part of the key
             extra=repr((groups, dates.get(_key(rec), ""), camel)),
@@ -315,7 +316,8 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     pages.append(Page("404.html", "404.html", {"root": urlsplit(config.base_url).path, "page_path": "404.html", "title": "Page not found"}))
 
     date_of = {slug: dates.get(_key(rec), "") for slug, rec in catalog.records.items()}
-    urls = [{"loc": config.base_url + p.url, "lastmod": max((date_of.get(s, "") for s in p.entries), default="")} for p in pages if p.in_sitemap]
+    urls = [{"loc": config.base_url + p.url, "lastmod": max((date_of.get(s, "") for s in (*p.entries, *p.cards)), default="")}
+            for p in pages if p.in_sitemap]
     pages.append(Page("sitemap.xml", "sitemap.xml", {"urls": urls}, extra=repr(urls)))  # addresses and dates only
     pages.append(Page("robots.txt", body=f"User-agent: *\nAllow: /\nSitemap: {config.base_url}sitemap.xml\n"))
     feed_entries = sorted(catalog.records.values(), key=lambda r: (dates.get(_key(r), ""), r.slug), reverse=True)[:FEED_ITEMS]
@@ -331,7 +333,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
                     for r in feed_entries
                 ],
             },
-            entries=tuple(r.slug for r in feed_entries),
+            cards=tuple(r.slug for r in feed_entries),
             extra=updated,
         )
     )

@@ -182,3 +182,14 @@ def test_an_edit_to_an_entry_body_leaves_the_site_wide_json_alone(project) -> No
     assert after["gpu-oom/index.html"] != before["gpu-oom/index.html"]
     assert after["api/entries.json"] == before["api/entries.json"] and after["api/fingerprints.json"] == before["api/fingerprints.json"]
     assert_same_as_cold(project)
+
+
+def test_an_edit_to_an_entry_body_re_renders_only_its_own_files(project) -> None:
+    """Pages that list an entry show its card (title, summary, tags); a body edit leaves them."""
+    incremental(project)
+    before = {p: p.stat().st_ino for p in project["site"].rglob("*") if p.is_file()}
+    edit_entry(project, "memory/gpu-oom.yaml", mechanism="A rewritten mechanism paragraph that explains the failure in new words.")
+    incremental(project)
+    redone = sorted(p.relative_to(project["site"]).as_posix() for p, ino in before.items() if p.stat().st_ino != ino)
+    assert redone == ["api/entries/gpu-oom.json", "gpu-oom/index.html"]
+    assert_same_as_cold(project)
