@@ -171,7 +171,8 @@ def build(
     }
     _RENDERER = Renderer(config, templates)
     # An incremental build without search updates the site in place (Pagefind needs a whole tree).
-    writer = SiteWriter(out, update=bool(cache.pages) and cache.site == str(out_abs) and not search)
+    same_site = cache.site == str(out_abs)  # the page keys describe this output folder
+    writer = SiteWriter(out, update=bool(cache.pages) and same_site and not search)
     keys: dict[str, str] = {}
     kept: dict[str, str] = {}  # pages left in place by an update → their recorded identity
     rendered = 0
@@ -184,9 +185,9 @@ def build(
             key = keys[page.path] = _page_key(page, salt, entry_keys, card_keys)
             previous = os.path.join(out_abs, page.path)
             recorded = cache.pages.get(page.path)
-            if _unchanged(recorded, key, previous) and cache.site == str(out_abs) and writer.link(page.path, previous):
-                if writer.update and recorded is not None:
-                    kept[page.path] = recorded
+            if same_site and _unchanged(recorded, key, previous) and writer.link(page.path, previous):
+                if writer.update:
+                    kept[page.path] = recorded  # not None: _unchanged matched it
                 continue
             todo.append((page, writer.reserve(page.path)))
         for name in sorted({p.template for p, _ in todo if p.template}):
