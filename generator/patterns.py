@@ -36,17 +36,24 @@ class _Bad(Exception):
     pass
 
 
-class _Parser:
-    """A recursive-descent reader of the subset that tracks quantifier nesting."""
+class _Reader:
+    """A cursor over a pattern's text, shared by the parsers below."""
 
     def __init__(self, text: str) -> None:
         self.s = text
         self.i = 0
-        self.unbounded = 0
-        self.wild = 0
 
     def peek(self) -> str:
         return self.s[self.i] if self.i < len(self.s) else ""
+
+
+class _Parser(_Reader):
+    """A recursive-descent reader of the subset that tracks quantifier nesting."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.unbounded = 0
+        self.wild = 0
 
     def error(self, msg: str) -> _Bad:
         return _Bad(f"{msg} at offset {self.i}")
@@ -296,15 +303,8 @@ class _Item:
         return any(all(x.fits(chars) for x in alt if x.least) and any(x.chars & chars for x in alt) for alt in self.alts)
 
 
-class _SplitParser:
+class _SplitParser(_Reader):
     """Reads a checked pattern into sequences of items and refuses competing repeats in each."""
-
-    def __init__(self, text: str) -> None:
-        self.s = text
-        self.i = 0
-
-    def peek(self) -> str:
-        return self.s[self.i] if self.i < len(self.s) else ""
 
     def alternation(self) -> list[list[_Item]]:
         alts = [self.sequence()]
@@ -489,14 +489,7 @@ _MIN_LITERAL = 3
 _Cover = list[str] | None
 
 
-class _CoverParser:
-    def __init__(self, text: str) -> None:
-        self.s = text
-        self.i = 0
-
-    def peek(self) -> str:
-        return self.s[self.i] if self.i < len(self.s) else ""
-
+class _CoverParser(_Reader):
     def alternation(self) -> _Cover:
         covers = [self.sequence()]
         while self.peek() == "|":
