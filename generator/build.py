@@ -7,8 +7,11 @@ spread over the cores; the output is the same byte for byte.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -117,6 +120,20 @@ def _render_to(item: tuple[Page, str]) -> None:
 _RENDERER: Renderer  # set before the workers fork, so they inherit it
 
 
+@contextmanager
+def _rare_collections() -> Iterator[None]:
+    """A build allocates millions of long-lived objects (heads, models, pages) and makes few
+    reference cycles. At CPython's default (a collection every 700 allocations) the collector
+    scans them over and over: 0.7 of the 0.9 s that unpickling 10,000 cached entries takes.
+    Collect every 100,000 allocations instead, and restore the caller's setting after."""
+    old = gc.get_threshold()
+    gc.set_threshold(100_000, old[1], old[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def build(
     entries: Path,
     out: Path,
@@ -128,6 +145,13 @@ def build(
 ) -> BuildResult:
     """The whole pipeline. `search=False` skips the Pagefind index; `cache_dir=None` is a cold
     build that neither reads nor writes the cache; `jobs` caps the worker processes."""
+    with _rare_collections():
+        return _build(entries, out, config, templates, search, cache_dir, jobs)
+
+
+def _build(
+    entries: Path, out: Path, config: Config, templates: Path, search: bool, cache_dir: Path | None, jobs: int | None
+) -> BuildResult:
     global _RENDERER
     cache = BuildCache.open(cache_dir)
     out_abs = out.resolve() if out.exists() else out.absolute()
@@ -150,7 +174,7 @@ def build(
     cache.load_parsed()
     parsed = _parse_all(source, hashes, cache, jobs)
     try:
-        catalog = build_catalog(source, parsed)
+        catalog = build_catalog(source, parsed, cache.memo if cache.folder is not None else None)
     except BuildFailed:
         cache.save_parsed(set(hashes.values()))  # the valid files stay known
         raise

@@ -7,9 +7,12 @@ Three things are kept under the cache folder (`.cache/` by default, `--cache-dir
   generator sources, settings). When nothing moved and the site is still the one this cache
   wrote, a build is a no-op.
 - `parsed-NN.pickle` (32 shards by digest): validated entries by the SHA-256 of their bytes, so
-  an unchanged file is neither parsed nor validated again. Each entry is kept as its `Head` plus
+  an unchanged file is neither parsed nor validated again (by the same generator code: a shard
+  written by other code is dropped, since its schema may differ). Each entry is kept as its `Head` plus
   its pickled model, which is unpickled only for the pages a build renders; a rebuild rewrites
   only the shards whose entries changed.
+- `memo.pickle`: indexes derived from the whole corpus that a build would otherwise recompute
+  (similar entries), each with the digest of its inputs (catalog.build_catalog checks it).
 - `pages.json`: for every page of the last site, the key of its inputs. A page whose key is
   unchanged is not rendered: its previous file stays (an in-place update) or is hard-linked into
   the new site (a fresh tree).
@@ -32,6 +35,7 @@ import pickle
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +75,17 @@ def input_stamp(paths: Iterable[Path], extra: str) -> str:
             except OSError:
                 continue
             parts.append(f"{p}\0{st.st_size}\0{st.st_mtime_ns}")
+    return digest(*parts)
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """The cache format and the generator's code: parsed entries and derived indexes made by
+    other code (a schema rule added, a ranking changed) are not reused."""
+    parts = [str(FORMAT)]
+    for p in _files(_GENERATOR):
+        if p.suffix == ".py":
+            parts += [p.name, p.read_bytes()]
     return digest(*parts)
 
 
@@ -140,7 +155,9 @@ class BuildCache:
     parsed: dict[str, Any] = field(default_factory=dict)
     pages: dict[str, str] = field(default_factory=dict)
     site: str = ""  # the output folder the page keys describe
+    memo: dict[str, Any] = field(default_factory=dict)  # derived indexes, see catalog.build_catalog
     _dirty: set[int] = field(default_factory=set)  # parsed shards to write
+    _memo_bytes: bytes = b""  # memo.pickle as loaded: written again only when it changed
 
     @classmethod
     def open(cls, folder: Path | None) -> "BuildCache":
@@ -158,16 +175,24 @@ class BuildCache:
         return cache
 
     def load_parsed(self) -> None:
-        """Load the parsed-entry store (only when some entry has to be looked up)."""
+        """Load the parsed-entry store and the memo (only when a build has work to do)."""
         if self.folder is None or self.parsed:
             return
+        payload = _read_signed(self.folder / "memo.pickle", self.key)
+        try:
+            memo = pickle.loads(payload) if payload is not None else None  # only what this tool signed
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
+            memo = None
+        if isinstance(memo, dict) and memo.get("format") == code_version():
+            self.memo = memo
+            self._memo_bytes = payload or b""
         for shard in range(SHARDS):
             try:
                 payload = _read_signed(self._shard_path(shard), self.key)
                 data = pickle.loads(payload) if payload is not None else None  # only what this tool signed
             except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
                 data = None
-            if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("entries"), dict):
+            if isinstance(data, dict) and data.get("format") == code_version() and isinstance(data.get("entries"), dict):
                 self.parsed.update(data["entries"])
             else:
                 self._dirty.add(shard)  # missing or stale: written again on save
@@ -192,7 +217,7 @@ class BuildCache:
             if (s := _shard_of(key)) in shards:
                 shards[s][key] = value
         for s, entries in sorted(shards.items()):
-            data = pickle.dumps({"format": FORMAT, "entries": entries}, protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps({"format": code_version(), "entries": entries}, protocol=pickle.HIGHEST_PROTOCOL)
             _write_signed(self._shard_path(s), self.key, data)
         self._dirty.clear()
 
@@ -205,5 +230,10 @@ class BuildCache:
         if self.folder is None:
             return
         self.save_parsed(keep)
+        self.memo["format"] = code_version()
+        memo = pickle.dumps(self.memo, protocol=pickle.HIGHEST_PROTOCOL)
+        if memo != self._memo_bytes:
+            _write_signed(self.folder / "memo.pickle", self.key, memo)
+            self._memo_bytes = memo
         meta = {"format": FORMAT, "stamp": stamp, "site": str(site), "pages": pages}
         _write_signed(self.folder / "pages.json", self.key, json.dumps(meta, sort_keys=True).encode("utf-8"))

@@ -7,13 +7,15 @@ here before the first page renders; search, diagnosis and the dev server query t
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import pickle
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, TypeVar
 
 from .problems import BuildFailed, Problem
 from .read import Source
@@ -22,6 +24,7 @@ from .validate import Head, Parsed, parse_categories, parse_entry, parse_tags, s
 
 __all__ = ["Catalog", "Record", "build_catalog", "normalize_tag"]
 
+T = TypeVar("T")
 SIMILAR_COUNT = 5
 # Top-level site paths that an entry slug would collide with.
 RESERVED_SLUGS = frozenset({"tags", "categories", "static", "api", "schema", "search", "diagnose", "pagefind", "404"})
@@ -65,6 +68,14 @@ class Catalog:
     caused_by: dict[str, tuple[str, ...]]  # slug → slugs whose `often_causes` names it
     similar: dict[str, tuple[str, ...]]  # slug → entries sharing the most tags
     warnings: tuple[Problem, ...] = field(default=())
+    memo: Memo | None = field(default=None, repr=False, compare=False)  # see `derived`
+
+    def derived(self, name: str, compute: Callable[[Catalog], T]) -> T:
+        """`compute(self)` for an index that depends only on the catalog's shape (every entry's
+        slug, category, tags and links), or the result the previous build stored under `name`
+        when the shape is the same: an edit that touches no tag or link (the common one) skips
+        recomputing it."""
+        return self.memo.get(name, lambda: compute(self)) if self.memo is not None else compute(self)
 
     def resolve_tag(self, spelling: str) -> str | None:
         return self.aliases.get(normalize_tag(spelling))
@@ -112,22 +123,22 @@ def _registry_categories(source: Source, problems: list[Problem]) -> dict[str, C
 def _entry_tags(parsed: Parsed, path: str, aliases: dict[str, str], problems: list[Problem]) -> tuple[str, ...]:
     out: list[str] = []
     for i, spelling in enumerate(parsed.head.tags):
+        name = aliases.get(normalize_tag(spelling))
+        if name is not None and name not in out and spelling.isascii():
+            out.append(name)
+            continue
         line, col = parsed.loaded.where(("tags", i))
         odd = next((ch for ch in spelling if ord(ch) > 127), None)
         if odd is not None:
             name = unicodedata.name(odd, "unknown")
             problems.append(Problem(path, line, col, f"tag '{spelling}' contains the non-ASCII character U+{ord(odd):04X} ({name}); tags are ASCII"))
             continue
-        name = aliases.get(normalize_tag(spelling))
         if name is None:
             problems.append(
                 Problem(path, line, col, f"unknown tag '{spelling}'{suggest(normalize_tag(spelling), set(aliases))} (tags are listed in tags.yaml)")
             )
-            continue
-        if name in out:
+        else:
             problems.append(Problem(path, line, col, f"tag '{spelling}' repeats tag '{name}'; list it once"))
-            continue
-        out.append(name)
     return tuple(out)
 
 
@@ -160,14 +171,40 @@ def _similar(records: dict[str, Record], by_tag: dict[str, tuple[str, ...]]) -> 
     return out
 
 
+class Memo:
+    """Indexes derived from a catalog's shape, kept from one build to the next (the build cache
+    stores `store`). Each result is stored with the shape it was computed for, and only the
+    latest is kept: at 10,000 entries, similar entries and tag pairs cost 1.1 s to recompute."""
+
+    def __init__(self, store: MutableMapping[str, Any], shape: str) -> None:
+        self.store, self.shape = store, shape
+
+    def get(self, name: str, compute: Callable[[], T]) -> T:
+        known = self.store.get(name)
+        if isinstance(known, tuple) and len(known) == 2 and known[0] == self.shape:
+            return known[1]
+        value = compute()
+        self.store[name] = (self.shape, value)
+        return value
+
+
+def _shape(records: dict[str, Record], categories: dict[str, Category]) -> str:
+    """What the derived indexes depend on: every entry's slug, category, tags and links."""
+    parts = [(slug, rec.category, rec.tags, rec.head.related, rec.head.often_causes) for slug, rec in records.items()]
+    return hashlib.sha256(repr((list(categories), parts)).encode("utf-8")).hexdigest()
+
+
 ParseResult = tuple[Parsed | None, list[Problem]]
 
 
-def build_catalog(source: Source, parsed_files: Mapping[str, ParseResult] | None = None) -> Catalog:
+def build_catalog(
+    source: Source, parsed_files: Mapping[str, ParseResult] | None = None, store: MutableMapping[str, Any] | None = None
+) -> Catalog:
     """Validate every file and every cross-entry rule; raise BuildFailed with all errors.
 
     `parsed_files` (display path → parse result) lets the caller supply results it already has
-    (from the build cache, or parsed in parallel); other files are parsed here."""
+    (from the build cache, or parsed in parallel); other files are parsed here. `store` carries
+    derived indexes from one build to the next (see `Memo`; the build cache keeps it)."""
     problems: list[Problem] = list(source.problems)
     tags, aliases = _registry_tags(source, problems)
     categories = _registry_categories(source, problems)
@@ -202,11 +239,10 @@ def build_catalog(source: Source, parsed_files: Mapping[str, ParseResult] | None
         loaded = parsed[slug][2].loaded
         for fname in ("related", "often_causes"):
             for i, target in enumerate(getattr(rec.head, fname)):
-                line, col = loaded.where((fname, i))
                 if target == slug:
-                    problems.append(Problem(rec.path, line, col, f"{fname}[{i}]: an entry cannot name itself"))
+                    problems.append(Problem(rec.path, *loaded.where((fname, i)), f"{fname}[{i}]: an entry cannot name itself"))
                 elif target not in known:
-                    problems.append(Problem(rec.path, line, col, f"{fname}[{i}]: no entry '{target}'{suggest(target, known)}"))
+                    problems.append(Problem(rec.path, *loaded.where((fname, i)), f"{fname}[{i}]: no entry '{target}'{suggest(target, known)}"))
             dupes = [t for t, n in Counter(getattr(rec.head, fname)).items() if n > 1]
             for t in dupes:
                 problems.append(Problem(rec.path, *loaded.where((fname,)), f"{fname}: '{t}' is listed twice"))
@@ -231,6 +267,7 @@ def build_catalog(source: Source, parsed_files: Mapping[str, ParseResult] | None
     backlinks = {s: tuple(v) for s, v in back_lists.items()}
     caused_by = {s: tuple(v) for s, v in cause_lists.items()}
 
+    memo = Memo(store, _shape(records, categories)) if store is not None else None
     warnings: list[Problem] = []
     for slug, rec in records.items():
         loaded = parsed[slug][2].loaded
@@ -253,6 +290,7 @@ def build_catalog(source: Source, parsed_files: Mapping[str, ParseResult] | None
         by_category=by_category,
         backlinks=backlinks,
         caused_by=caused_by,
-        similar=_similar(records, by_tag),
+        similar=memo.get("similar", lambda: _similar(records, by_tag)) if memo is not None else _similar(records, by_tag),
         warnings=tuple(sorted(warnings)),
+        memo=memo,
     )

@@ -7,9 +7,7 @@ and incremental builds: each page also lists the entry slugs whose content it sh
 
 from __future__ import annotations
 
-import hashlib
 import json
-import pickle
 from collections.abc import Callable
 from functools import partial
 from dataclasses import dataclass, field
@@ -24,7 +22,7 @@ from .catalog import Catalog, Record
 from .config import Config
 from .gitdates import date_key
 from .diagnose import matcher_spec
-from .schema import STACK_NAMES, STRENGTH_SCORE, entry_json_schema
+from .schema import STACK_NAMES, entry_json_schema
 from .search import SearchIndex
 from .searchindex import PAIRS_ON_SEARCH_PAGE, search_doc, search_files, tag_pairs
 
@@ -192,8 +190,8 @@ def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
                     "pattern": fp.pattern,
                     "near": fp.near,
                     "window": fp.window,
-                    "strength": fp.strength.value,
-                    "score": STRENGTH_SCORE[fp.strength],
+                    "strength": fp.strength,
+                    "score": fp.score,
                     "rising": fp.rising,
                     "share_above": fp.share_above,
                     "times": fp.times,
@@ -262,7 +260,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         extra=repr((used_tags, [c["count"] for c in categories])),  # the counts depend on every entry
     )
     sindex = SearchIndex.build(catalog)
-    pairs = tag_pairs(catalog)
+    pairs = catalog.derived("tag_pairs", tag_pairs)
     camel = sindex.global_digest()
     for slug, rec in catalog.records.items():
         groups = (rec.head.related, rec.head.often_causes, catalog.caused_by[slug], catalog.backlinks[slug], catalog.similar[slug])
@@ -338,15 +336,14 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         )
     )
     # Site-wide files keyed on the data they hold, so an edit to an entry's body rewrites neither.
-    index = entries_index(catalog)
-    pages.append(Page("api/entries.json", body=lambda: index, extra=index))
+    pages.append(Page("api/entries.json", body=partial(entries_index, catalog), cards=all_slugs,
+                      extra="\0".join(rec.category for rec in catalog.records.values())))  # the cards, and where each entry is
     pages.extend(
         Page(f"api/entries/{slug}.json", body=partial(entry_json, rec), entries=(slug,))
         for slug, rec in catalog.records.items()
     )
-    matcher = fingerprint_data(catalog)
-    matcher_key = hashlib.sha256(pickle.dumps(matcher, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()  # 5× faster than JSON
-    pages.append(Page("api/fingerprints.json", body=lambda: _json(matcher_spec(matcher)), extra=matcher_key))
+    matcher_key = "\0".join(f"{slug}={rec.head.matcher_key}" for slug, rec in catalog.records.items())
+    pages.append(Page("api/fingerprints.json", body=lambda: _json(matcher_spec(fingerprint_data(catalog))), extra=matcher_key))
     pages.extend(Page(path, body=body, entries=all_slugs) for path, body in search_files(catalog))
     pages.append(Page("schema/entry.json", body=json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"))
     return pages

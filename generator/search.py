@@ -36,7 +36,6 @@ from .catalog import Catalog, Record, normalize_tag
 from .entrytext import CAMEL_RE, TOKEN_RE, text_fields
 from .patterns import MAX_LINE, compile_pattern
 from .problems import BuildFailed, FailpediaError, UsageError
-from .schema import STRENGTH_SCORE
 
 __all__ = [
     "Hit",
@@ -329,7 +328,7 @@ def _fingerprint_scores(catalog: Catalog, text: str) -> dict[str, float]:
             if fp.near:
                 near_re = compile_pattern(fp.near)
                 near = any(near_re.search(line) and abs(i - h) <= fp.window for h in hits for i, line in enumerate(lines))
-            scores.append(STRENGTH_SCORE[fp.strength] * (1.0 if near else NEAR_MISSING))
+            scores.append(fp.score * (1.0 if near else NEAR_MISSING))
         if scores:
             scores.sort(reverse=True)
             # Weak hits (supporting, or `near` missing) only nudge the word ranking.

@@ -24,7 +24,6 @@ from typing import Any
 from .safejson import safe_json as _json
 from .catalog import Catalog, Record
 from .patterns import required_literals
-from .schema import STRENGTH_SCORE
 from .search import SearchIndex, id_token
 
 __all__ = ["PAIRS_ON_SEARCH_PAGE", "PAIR_MIN", "SENTINEL", "TagPair", "entry_token", "search_doc", "search_files", "shard_of", "tag_pairs"]
@@ -117,7 +116,7 @@ def search_files(catalog: Catalog) -> list[tuple[str, str]]:
     owners: dict[tuple[str, str, int, int], list[str]] = {}
     for slug, rec in catalog.records.items():
         for fp in rec.head.fingerprints:
-            owners.setdefault((fp.pattern, fp.near or "", fp.window, STRENGTH_SCORE[fp.strength]), []).append(slug)
+            owners.setdefault((fp.pattern, fp.near or "", fp.window, fp.score), []).append(slug)
     fps = [([sorted(set(slugs)), *key], _anchors(key[0])) for key, slugs in sorted(owners.items())]
     refs = sum(len(record[0]) for record, _ in fps)  # a record weighs as many entries as it names
     shards = max(1, min(FP_MAX_SHARDS, math.ceil(refs / FP_PER_SHARD)))

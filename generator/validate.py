@@ -7,10 +7,11 @@ Pure apart from nothing: takes bytes and a display path, returns values. Cross-e
 from __future__ import annotations
 
 import difflib
+import hashlib
 import pickle
 import warnings
 from dataclasses import dataclass
-from typing import Any, TypeVar, get_args, get_origin
+from typing import Any, NamedTuple, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -18,11 +19,29 @@ from .entrytext import camel_words
 from .load import LoadError, Loaded, load_yaml, shown
 from .patterns import MAX_LINE, check_pattern, compile_pattern, plain_number, required_literals
 from .problems import Problem
-from .schema import Category, Entry, Fingerprint, Language, Tag
+from .schema import STRENGTH_SCORE, Category, Entry, Fingerprint, Language, Tag
 
-__all__ = ["Head", "Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "suggest"]
+__all__ = ["FingerprintHead", "Head", "Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "suggest"]
 
 M = TypeVar("M", bound=BaseModel)
+
+
+class FingerprintHead(NamedTuple):
+    """A fingerprint as the matcher files and the search need it: plain data (a pydantic model
+    and an Enum cost 10× as much to unpickle and read, for every entry on every build)."""
+
+    pattern: str
+    near: str | None
+    window: int
+    strength: str  # a Strength value
+    score: int  # STRENGTH_SCORE of it
+    rising: bool
+    share_above: float | None
+    times: int
+
+    @classmethod
+    def of(cls, fp: Fingerprint) -> "FingerprintHead":
+        return cls(fp.pattern, fp.near, fp.window, fp.strength.value, STRENGTH_SCORE[fp.strength], fp.rising, fp.share_above, fp.times)
 
 
 @dataclass(frozen=True)
@@ -37,13 +56,16 @@ class Head:
     related: tuple[str, ...]
     often_causes: tuple[str, ...]
     fix_summary: str
-    fingerprints: tuple[Fingerprint, ...]
+    fingerprints: tuple[FingerprintHead, ...]
     camel: frozenset[str]  # entrytext.camel_words
+    matcher_key: str  # digest of what the entry puts in api/fingerprints.json (made here, once per version)
 
     @classmethod
     def of(cls, e: Entry) -> "Head":
+        fingerprints = tuple(FingerprintHead.of(fp) for fp in e.fingerprints)
+        matcher = (e.title, e.summary, e.fix.summary, tuple(e.often_causes), fingerprints)
         return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary,
-                   tuple(e.fingerprints), camel_words(e))
+                   fingerprints, camel_words(e), hashlib.sha256(repr(matcher).encode("utf-8")).hexdigest())
 
 
 @dataclass(frozen=True)

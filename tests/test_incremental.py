@@ -47,6 +47,7 @@ CHANGES = {
     "entry text": lambda p: edit_entry(p, "memory/gpu-oom.yaml", summary="A new quick answer for the GPU OOM entry, in two sentences."),
     "entry title (shown on linked pages)": lambda p: edit_entry(p, "distributed/nccl-hang.yaml", title="NCCL hang, renamed"),
     "entry tags": lambda p: edit_entry(p, "memory/gpu-oom.yaml", tags=["oom", "nccl"]),
+    "entry links (similar entries change)": lambda p: edit_entry(p, "memory/gpu-oom.yaml", related=[], often_causes=[]),
     "new entry": lambda p: write_tree(p["entries"], {"memory/host-oom.yaml": valid_entry(title="Host OOM", related=["gpu-oom"])}),
     "removed entry": lambda p: (p["entries"] / "distributed/nccl-hang.yaml").unlink()
     or edit_entry(p, "memory/gpu-oom.yaml", often_causes=[])
@@ -128,6 +129,20 @@ def test_a_replaced_output_file_is_rendered_again_not_trusted(project) -> None:
     assert_same_as_cold(project)
 
 
+def test_similar_entries_are_reused_only_while_every_tag_and_link_stands(project) -> None:
+    from generator.catalog import build_catalog
+    from generator.read import read_source
+
+    store: dict = {}
+    first = build_catalog(read_source(project["entries"]), store=store)
+    CHANGES["entry text"](project)
+    assert build_catalog(read_source(project["entries"]), store=store).similar is first.similar
+    CHANGES["entry links (similar entries change)"](project)
+    third = build_catalog(read_source(project["entries"]), store=store)
+    assert third.similar is not first.similar and third.similar != first.similar
+    assert third.similar == build_catalog(read_source(project["entries"])).similar
+
+
 def test_one_changed_entry_rewrites_one_parsed_shard(project) -> None:
     incremental(project)
     shards = sorted(project["cache"].glob("parsed-*.pickle"))
@@ -192,4 +207,22 @@ def test_an_edit_to_an_entry_body_re_renders_only_its_own_files(project) -> None
     incremental(project)
     redone = sorted(p.relative_to(project["site"]).as_posix() for p, ino in before.items() if p.stat().st_ino != ino)
     assert redone == ["api/entries/gpu-oom.json", "gpu-oom/index.html"]
+    assert_same_as_cold(project)
+
+
+def test_entries_cached_by_other_generator_code_are_parsed_again(project, monkeypatch) -> None:
+    import generator.build
+    import generator.cache
+
+    incremental(project)
+    parsed: list[str] = []
+    real = generator.build._parse_one
+    monkeypatch.setattr(generator.build, "_parse_one", lambda item: parsed.append(item[0]) or real(item))
+    CHANGES["entry text"](project)
+    incremental(project)
+    assert len(parsed) == 1  # same code: only the edited entry
+    monkeypatch.setattr(generator.cache, "code_version", lambda: "a schema rule was added")
+    CHANGES["entry title (shown on linked pages)"](project)
+    incremental(project)
+    assert len(parsed) == 1 + 3  # other code: every entry, since its rules may differ
     assert_same_as_cold(project)
