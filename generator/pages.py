@@ -7,6 +7,7 @@ and incremental builds: each page also lists the entry slugs whose content it sh
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from functools import partial
@@ -26,7 +27,7 @@ from .schema import STACK_NAMES, entry_json_schema
 from .search import SearchIndex
 from .searchindex import PAIRS_ON_SEARCH_PAGE, search_doc, search_files, tag_pairs
 
-__all__ = ["Page", "entry_data", "entry_json", "entries_index", "fingerprint_data", "plan_pages"]
+__all__ = ["Page", "entry_data", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages"]
 
 FEED_ITEMS = 50  # the most recently updated entries in feed.xml
 
@@ -180,6 +181,21 @@ def entries_index(catalog: Catalog) -> str:
 
 def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
     """The one matcher definition shared by the Python and browser diagnosers."""
+    return {"version": 1, "flags": "", "fingerprints": _fingerprint_list(catalog), "entries": _matcher_entries(catalog)}
+
+
+def fingerprints_file(catalog: Catalog) -> str:
+    """api/fingerprints.json, the same text as `safe_json(matcher_spec(fingerprint_data(catalog)))`.
+    The fingerprint list (20 MB of JSON at 10,000 entries) is serialized again only when some
+    entry's fingerprints changed; a new title or summary re-serializes only the entries map."""
+    key = hashlib.sha256("\0".join(f"{slug}={rec.head.fingerprints_key}" for slug, rec in catalog.records.items()).encode()).hexdigest()
+    fps = catalog.derived("fingerprints.json", lambda c: _json(matcher_spec({"fingerprints": _fingerprint_list(c)})["fingerprints"]), key)
+    spec = matcher_spec({"version": 1, "flags": "", "fingerprints": [], "entries": _matcher_entries(catalog)})
+    parts = {name: fps if name == "fingerprints" else _json(value) for name, value in spec.items()}
+    return "{" + ",".join(f"{_json(name)[:-1]}:{text[:-1]}" for name, text in sorted(parts.items())) + "}\n"
+
+
+def _fingerprint_list(catalog: Catalog) -> list[dict[str, Any]]:
     out = []
     for slug, rec in catalog.records.items():
         for i, fp in enumerate(rec.head.fingerprints):
@@ -197,7 +213,11 @@ def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
                     "times": fp.times,
                 }
             )
-    entries = {
+    return out
+
+
+def _matcher_entries(catalog: Catalog) -> dict[str, Any]:
+    return {
         slug: {
             "title": rec.head.title,
             "url": entry_url(slug),
@@ -207,7 +227,6 @@ def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
         }
         for slug, rec in catalog.records.items()
     }
-    return {"version": 1, "flags": "", "fingerprints": out, "entries": entries}
 
 
 
@@ -343,7 +362,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         for slug, rec in catalog.records.items()
     )
     matcher_key = "\0".join(f"{slug}={rec.head.matcher_key}" for slug, rec in catalog.records.items())
-    pages.append(Page("api/fingerprints.json", body=lambda: _json(matcher_spec(fingerprint_data(catalog))), extra=matcher_key))
+    pages.append(Page("api/fingerprints.json", body=partial(fingerprints_file, catalog), extra=matcher_key))
     pages.extend(Page(path, body=body, entries=all_slugs) for path, body in search_files(catalog))
     pages.append(Page("schema/entry.json", body=json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"))
     return pages

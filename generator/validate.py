@@ -58,14 +58,22 @@ class Head:
     fix_summary: str
     fingerprints: tuple[FingerprintHead, ...]
     camel: frozenset[str]  # entrytext.camel_words
-    matcher_key: str  # digest of what the entry puts in api/fingerprints.json (made here, once per version)
+    # Digests made here, once per version of the file: of the fingerprints, and of everything the
+    # entry puts in api/fingerprints.json. A rebuild compares them instead of the data.
+    fingerprints_key: str
+    matcher_key: str
 
     @classmethod
     def of(cls, e: Entry) -> "Head":
         fingerprints = tuple(FingerprintHead.of(fp) for fp in e.fingerprints)
-        matcher = (e.title, e.summary, e.fix.summary, tuple(e.often_causes), fingerprints)
+        fingerprints_key = _digest(repr(fingerprints))
+        matcher_key = _digest(repr((e.title, e.summary, e.fix.summary, tuple(e.often_causes), fingerprints_key)))
         return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary,
-                   fingerprints, camel_words(e), hashlib.sha256(repr(matcher).encode("utf-8")).hexdigest())
+                   fingerprints, camel_words(e), fingerprints_key, matcher_key)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -226,3 +226,29 @@ def test_entries_cached_by_other_generator_code_are_parsed_again(project, monkey
     incremental(project)
     assert len(parsed) == 1 + 3  # other code: every entry, since its rules may differ
     assert_same_as_cold(project)
+
+
+def test_the_fingerprint_file_is_the_matcher_spec_and_its_list_is_reused_until_a_fingerprint_changes(project) -> None:
+    """api/fingerprints.json is assembled from a memoized fingerprint list; it must stay the very
+    text of safe_json(matcher_spec(...)) after every kind of edit."""
+    from generator.catalog import build_catalog
+    from generator.diagnose import matcher_spec
+    from generator.pages import fingerprint_data, fingerprints_file
+    from generator.read import read_source
+    from generator.safejson import safe_json
+
+    store: dict = {}
+
+    def check() -> str:
+        catalog = build_catalog(read_source(project["entries"]), store=store)
+        text = fingerprints_file(catalog)
+        assert text == safe_json(matcher_spec(fingerprint_data(catalog)))
+        return store["fingerprints.json"][0]
+
+    first = check()
+    CHANGES["entry text"](project)  # a summary: in the file, but not in the fingerprint list
+    assert check() == first
+    data = yaml.safe_load((project["entries"] / "memory/gpu-oom.yaml").read_text())
+    data["fingerprints"][0]["strength"] = "supporting" if data["fingerprints"][0].get("strength") != "supporting" else "strong"
+    edit_entry(project, "memory/gpu-oom.yaml", fingerprints=data["fingerprints"])
+    assert check() != first
