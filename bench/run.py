@@ -150,6 +150,8 @@ def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool, search_repe
         tpl.write_text(tpl_text + f"\n{{# edit {next(counter)} #}}\n")
 
     results["template changed"] = median_of(repeat, touch_template, base, REPO)
+    if search_repeat < 1:
+        return results
     # With search: entry pages carry Pagefind's blocks, and Pagefind indexes the written site.
     searched = work / "site-search"
     with_search = [a for a in base if a != "--no-search"] + ["--no-cache"]
@@ -166,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--count", default="10000", help="entries, or a comma-separated list of sizes")
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--search-repeat", type=int, default=1, help="runs of the two search steps (minutes each at 10,000)")
+    p.add_argument("--search-repeat", type=int, default=1, help="runs of the two search steps (minutes each at 10,000); 0 skips them")
     p.add_argument("--skip-hugo", action="store_true")
     p.add_argument("--workdir", type=Path, default=None)
     args = p.parse_args(argv)
