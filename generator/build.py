@@ -10,9 +10,10 @@ from __future__ import annotations
 import gc
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ from .cache import BuildCache, digest, input_stamp, source_fingerprint
 from .config import TEMPLATES, Config
 from .gitdates import date_key, git_dates, git_head
 from .parallel import run_parallel
-from .problems import BuildFailed, Problem
+from .problems import BuildFailed, FailpediaError, Problem
 from .write import SiteWriter
 
 if TYPE_CHECKING:
@@ -63,17 +64,31 @@ def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: 
     misses = []
     for path, _category, _slug, raw in source.entries:
         key = hashes[path]
-        hit = cache.parsed.get(key)
+        hit = cache.get(key)
         if hit is not None:
-            results[path] = (hit, [])
+            head, blob = hit
+            results[path] = (replace(head, entry=partial(_blob, blob, raw, path)), [])  # read when a page needs it
         else:
             misses.append((path, raw, key))
     parsed = run_parallel(_parse_one, [(p, raw) for p, raw, _ in misses], jobs=jobs, min_items=64)
     for (path, _raw, key), result in zip(misses, parsed):
         results[path] = result
-        if result[0] is not None and cache.folder is not None:
-            cache.put(key, result[0])
+        done = result[0]
+        if done is not None and cache.folder is not None and isinstance(done.entry, bytes):
+            cache.put(key, replace(done, entry=None), done.entry)
     return results
+
+
+def _blob(cached: Callable[[], bytes], raw: bytes, path: str) -> bytes:
+    """An entry's pickled model from the cache, or (the cache file lost or altered since the
+    build started) from parsing the file again."""
+    try:
+        return cached()
+    except FailpediaError:
+        parsed, _ = _parse_one((path, raw))
+        if parsed is None or not isinstance(parsed.entry, bytes):  # its bytes passed before: cannot happen
+            raise FailpediaError(f"{path}: the build cache disagrees with the file; build again with --no-cache") from None
+        return parsed.entry
 
 
 def _parse_one(item: tuple[str, bytes]) -> ParseResult:

@@ -6,11 +6,12 @@ Three things are kept under the cache folder (`.cache/` by default, `--cache-dir
 - `stamp`: the size and modification time of every input (entries, registries, templates,
   generator sources, settings). When nothing moved and the site is still the one this cache
   wrote, a build is a no-op.
-- `parsed-NN.pickle` (32 shards by digest): validated entries by the SHA-256 of their bytes, so
-  an unchanged file is neither parsed nor validated again (by the same generator code: a shard
-  written by other code is dropped, since its schema may differ). Each entry is kept as its `Head` plus
-  its pickled model, which is unpickled only for the pages a build renders; a rebuild rewrites
-  only the shards whose entries changed.
+- `parsed-NN.pickle` and `blobs-NN.pickle` (32 shards by digest): validated entries by the
+  SHA-256 of their bytes, so an unchanged file is neither parsed nor validated again (by the same
+  generator code: a shard written by other code is dropped, since its schema may differ). A
+  `parsed` shard holds each entry's `Head` (what other pages need) and is loaded by every
+  rebuild; its `blobs` shard holds the pickled models (nine tenths of the bytes), read only when
+  a page of one of its entries renders. A rebuild rewrites only the shards whose entries changed.
 - `memo.pickle`: indexes derived from the whole corpus that a build would otherwise recompute
   (similar entries), each with the digest of its inputs (catalog.build_catalog checks it).
 - `pages.json`: for every page of the last site, the key of its inputs. A page whose key is
@@ -33,11 +34,13 @@ import json
 import os
 import pickle
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
+
+from .problems import FailpediaError
 
 __all__ = ["BuildCache", "digest", "input_stamp", "source_fingerprint"]
 
@@ -141,10 +144,30 @@ def _read_signed(path: Path, key: bytes) -> bytes | None:
     return payload if hmac.compare_digest(mac, _mac(key, payload)) else None
 
 
-def _write_signed(path: Path, key: bytes, payload: bytes) -> None:
+def _write_signed(path: Path, key: bytes, payload: bytes) -> bytes:
+    """Write `payload` with its MAC in front; returns the MAC."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(_mac(key, payload) + payload)
+    mac = _mac(key, payload)
+    tmp.write_bytes(mac + payload)
     os.replace(tmp, path)
+    return mac
+
+
+def _mac_of(path: Path) -> bytes | None:
+    """The MAC a signed file starts with (its payload is checked when it is read)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(32)
+    except OSError:
+        return None
+
+
+def _unpickle(payload: bytes | None) -> Any:
+    """A payload this tool signed (or None): a file from another version may not load."""
+    try:
+        return pickle.loads(payload) if payload is not None else None
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
+        return None
 
 
 @dataclass
@@ -152,11 +175,13 @@ class BuildCache:
     folder: Path | None  # None: disabled
     key: bytes = field(default=b"", repr=False)  # signs and checks the cache files
     stamp: str = ""
-    parsed: dict[str, Any] = field(default_factory=dict)
+    parsed: dict[str, Any] = field(default_factory=dict)  # digest → head part of the parse result
     pages: dict[str, str] = field(default_factory=dict)
     site: str = ""  # the output folder the page keys describe
     memo: dict[str, Any] = field(default_factory=dict)  # derived indexes, see catalog.build_catalog
     _dirty: set[int] = field(default_factory=set)  # parsed shards to write
+    _fresh: dict[str, bytes] = field(default_factory=dict, repr=False)  # blobs parsed in this build
+    _blobs: dict[int, dict[str, bytes]] = field(default_factory=dict, repr=False)  # blob shards read so far
     _memo_bytes: bytes = b""  # memo.pickle as loaded: written again only when it changed
 
     @classmethod
@@ -175,30 +200,46 @@ class BuildCache:
         return cache
 
     def load_parsed(self) -> None:
-        """Load the parsed-entry store and the memo (only when a build has work to do)."""
+        """Load the parsed-entry heads and the memo (only when a build has work to do). The
+        entries' pickles stay on disk until `blob` asks for one."""
         if self.folder is None or self.parsed:
             return
         payload = _read_signed(self.folder / "memo.pickle", self.key)
-        try:
-            memo = pickle.loads(payload) if payload is not None else None  # only what this tool signed
-        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
-            memo = None
+        memo = _unpickle(payload)
         if isinstance(memo, dict) and memo.get("format") == code_version():
             self.memo = memo
             self._memo_bytes = payload or b""
         for shard in range(SHARDS):
-            try:
-                payload = _read_signed(self._shard_path(shard), self.key)
-                data = pickle.loads(payload) if payload is not None else None  # only what this tool signed
-            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
-                data = None
-            if isinstance(data, dict) and data.get("format") == code_version() and isinstance(data.get("entries"), dict):
+            data = _unpickle(_read_signed(self._shard_path(shard, "parsed"), self.key))
+            if (
+                isinstance(data, dict) and data.get("format") == code_version() and isinstance(data.get("entries"), dict)
+                and data.get("blobs") == _mac_of(self._shard_path(shard, "blobs"))  # written with these heads
+            ):
                 self.parsed.update(data["entries"])
             else:
                 self._dirty.add(shard)  # missing or stale: written again on save
 
-    def put(self, key: str, value: Any) -> None:
-        self.parsed[key] = value
+    def get(self, key: str) -> tuple[Any, Callable[[], bytes]] | None:
+        """The cached head part of an entry's parse result, and a callable that reads its blob."""
+        meta = self.parsed.get(key)
+        return None if meta is None else (meta, partial(self.blob, key))
+
+    def blob(self, key: str) -> bytes:
+        if key in self._fresh:
+            return self._fresh[key]
+        shard = _shard_of(key)
+        if shard not in self._blobs:
+            data = _unpickle(_read_signed(self._shard_path(shard, "blobs"), self.key))
+            ok = isinstance(data, dict) and data.get("format") == code_version() and isinstance(data.get("blobs"), dict)
+            self._blobs[shard] = data["blobs"] if ok else {}
+        try:
+            return self._blobs[shard][key]
+        except KeyError:
+            raise FailpediaError(f"the build cache in {self.folder} changed during the build; build again") from None
+
+    def put(self, key: str, meta: Any, blob: bytes) -> None:
+        self.parsed[key] = meta
+        self._fresh[key] = blob
         self._dirty.add(_shard_of(key))
 
     def save_parsed(self, keep: set[str]) -> None:
@@ -212,18 +253,28 @@ class BuildCache:
         if not self._dirty:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
-        shards: dict[int, dict[str, Any]] = {s: {} for s in self._dirty}
-        for key, value in self.parsed.items():
+        shards: dict[int, list[str]] = {s: [] for s in self._dirty}
+        for key in self.parsed:
             if (s := _shard_of(key)) in shards:
-                shards[s][key] = value
-        for s, entries in sorted(shards.items()):
-            data = pickle.dumps({"format": code_version(), "entries": entries}, protocol=pickle.HIGHEST_PROTOCOL)
-            _write_signed(self._shard_path(s), self.key, data)
+                shards[s].append(key)
+        for s, keys in sorted(shards.items()):
+            blobs = {}
+            for key in keys:
+                try:
+                    blobs[key] = self.blob(key)
+                except FailpediaError:  # its old shard is gone or altered: parsed again next time
+                    del self.parsed[key]
+            blob_data = pickle.dumps({"format": code_version(), "blobs": blobs}, protocol=pickle.HIGHEST_PROTOCOL)
+            mac = _write_signed(self._shard_path(s, "blobs"), self.key, blob_data)  # first: the heads name it
+            entries = {key: self.parsed[key] for key in blobs}
+            data = pickle.dumps({"format": code_version(), "blobs": mac, "entries": entries}, protocol=pickle.HIGHEST_PROTOCOL)
+            _write_signed(self._shard_path(s, "parsed"), self.key, data)
+            self._blobs[s] = blobs
         self._dirty.clear()
 
-    def _shard_path(self, shard: int) -> Path:
+    def _shard_path(self, shard: int, kind: str) -> Path:
         assert self.folder is not None
-        return self.folder / f"parsed-{shard:02d}.pickle"
+        return self.folder / f"{kind}-{shard:02d}.pickle"
 
     def save(self, stamp: str, pages: dict[str, str], site: Path, keep: set[str]) -> None:
         """Write the new state; `keep` are the digests of the entries still present."""

@@ -41,11 +41,13 @@ class Record:
     path: str
     head: Head
     tags: tuple[str, ...]  # canonical registry names, in the entry's order
-    source: Entry | bytes = field(repr=False, compare=False)
+    source: Entry | bytes | Callable[[], bytes] = field(repr=False, compare=False)
 
     @property
     def entry(self) -> Entry:
-        return _unpickle(self.source) if isinstance(self.source, bytes) else self.source
+        if isinstance(self.source, Entry):
+            return self.source
+        return _unpickle(self.source if isinstance(self.source, bytes) else self.source())
 
 
 @lru_cache(maxsize=8)

@@ -11,6 +11,7 @@ import hashlib
 import pickle
 import warnings
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -81,7 +82,7 @@ class Parsed:
     """A valid entry with the source positions kept for cross-entry messages. `entry` is the
     model, or (in the build cache and from parse workers) its pickle, loaded when first used."""
 
-    entry: Entry | bytes
+    entry: Entry | bytes | Callable[[], bytes] | None  # the model, its pickle, or where to read it
     loaded: Loaded
     head: Head
 

@@ -252,3 +252,30 @@ def test_the_fingerprint_file_is_the_matcher_spec_and_its_list_is_reused_until_a
     data["fingerprints"][0]["strength"] = "supporting" if data["fingerprints"][0].get("strength") != "supporting" else "strong"
     edit_entry(project, "memory/gpu-oom.yaml", fingerprints=data["fingerprints"])
     assert check() != first
+
+
+@pytest.mark.parametrize("damage", ["deleted", "cut short", "swapped"])
+def test_a_lost_or_altered_blob_shard_costs_a_parse_not_the_build(project, damage: str, monkeypatch) -> None:
+    """Entry models sit in blob shards read only when a page needs them; a shard deleted, cut
+    short (its signature header intact) or swapped for another signed shard must not break a
+    rebuild or reach the site."""
+    incremental(project)
+    shards = sorted(project["cache"].glob("blobs-*.pickle"), key=lambda p: -p.stat().st_size)
+    blobs = [p for p in shards if p.stat().st_size > 1000]  # the shards holding the three entries
+    assert blobs and len(shards) == 32
+    if damage == "deleted":
+        for p in blobs:
+            p.unlink()
+    elif damage == "cut short":
+        for p in blobs:
+            p.write_bytes(p.read_bytes()[:-50])
+    else:
+        a, b = shards[0].read_bytes(), shards[-1].read_bytes()
+        shards[0].write_bytes(b)
+        shards[-1].write_bytes(a)
+    edit_entry(project, "memory/gpu-oom.yaml", mechanism="A rewritten mechanism paragraph, so its page renders again.")
+    incremental(project)
+    assert_same_as_cold(project)
+    edit_entry(project, "memory/gpu-oom.yaml", mechanism="Rewritten once more: the cache this build reads was written by the last one.")
+    incremental(project)
+    assert_same_as_cold(project)
