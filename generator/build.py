@@ -103,10 +103,10 @@ def _parse_one(item: tuple[str, bytes]) -> ParseResult:
 def _page_key(page: Page, salt: str, entry_keys: dict[str, str], card_keys: dict[str, str]) -> str:
     """Everything a page's output depends on: the site-wide salt, the page itself, the content (and
     date) of every entry whose data it shows, and the card fields of every entry it lists, in the
-    order it shows them."""
+    order it shows them. The key maps hold "slug=digest" for every entry."""
     return digest(
-        salt, page.path, page.template or "", "\0".join(f"{s}={entry_keys.get(s, '')}" for s in page.entries),
-        "\0".join(f"{s}={card_keys.get(s, '')}" for s in page.cards), page.extra,
+        salt, page.path, page.template or "", "\0".join(map(entry_keys.__getitem__, page.entries)),
+        "\0".join(map(card_keys.__getitem__, page.cards)), page.extra,
     )
 
 
@@ -201,11 +201,11 @@ def _build(
         source.tags[1] if source.tags else b"", source.categories[1] if source.categories else b"",
     )
     entry_keys = {
-        slug: digest(hashes[path], dates.get(date_key(category, slug), ""))
+        slug: f"{slug}={digest(hashes[path], dates.get(date_key(category, slug), ''))}"
         for path, category, slug, _raw in source.entries
     }
     card_keys = {  # what a card shows: an edit elsewhere in an entry leaves the pages listing it alone
-        slug: digest(rec.head.title, rec.head.summary, "\0".join(rec.tags), dates.get(date_key(rec.category, slug), ""))
+        slug: f"{slug}={digest(rec.head.title, rec.head.summary, chr(0).join(rec.tags), dates.get(date_key(rec.category, slug), ''))}"
         for slug, rec in catalog.records.items()
     }
     _RENDERER = Renderer(config, templates)

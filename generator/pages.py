@@ -236,7 +236,9 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     dates = dates or {}
     pages: list[Page] = []
     all_slugs = tuple(catalog.records)
-    cards = {slug: _card(catalog, slug) for slug in catalog.records}
+    def cards_of(slugs: tuple[str, ...]) -> dict[str, Any]:  # built when the page renders
+        return {"entries": [_card(catalog, s) for s in slugs]}
+
     used_tags = [(t, len(catalog.by_tag[t])) for t in catalog.tags]
     categories = [
         {"name": c.name, "title": c.title, "description": c.description, "url": category_url(c.name), "count": len(catalog.by_category[c.name])}
@@ -265,7 +267,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
                 "first": folder, "last": f"{folder}page/{count}/" if count > 1 else folder,
             }
             title = context["title"] if n == 1 else f"{context['title']} (page {n} of {count})"
-            add(path, template, {**context, "title": title, "entries": [cards[s] for s in chunk], "pager": pager}, cards=chunk,
+            add(path, template, {**context, "title": title, "pager": pager}, cards=chunk, make=partial(cards_of, chunk),
                 extra=repr((len(slugs), count, extra)))
 
     # The home page lists every entry while they fit on one page, then the most recently updated.
@@ -274,8 +276,8 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     add(
         "index.html",
         "home.html",
-        {"categories": categories, "tags": used_tags, "entries": [cards[s] for s in recent], "total": len(all_slugs), "title": None},
-        cards=tuple(recent),
+        {"categories": categories, "tags": used_tags, "total": len(all_slugs), "title": None},
+        cards=tuple(recent), make=partial(cards_of, tuple(recent)),
         extra=repr((used_tags, [c["count"] for c in categories])),  # the counts depend on every entry
     )
     sindex = SearchIndex.build(catalog)
@@ -333,7 +335,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     pages.append(Page("404.html", "404.html", {"root": urlsplit(config.base_url).path, "page_path": "404.html", "title": "Page not found"}))
 
     date_of = {slug: dates.get(_key(rec), "") for slug, rec in catalog.records.items()}
-    urls = [{"loc": config.base_url + p.url, "lastmod": max((date_of.get(s, "") for s in (*p.entries, *p.cards)), default="")}
+    urls = [{"loc": config.base_url + p.url, "lastmod": max(map(date_of.__getitem__, (*p.entries, *p.cards)), default="")}
             for p in pages if p.in_sitemap]
     pages.append(Page("sitemap.xml", "sitemap.xml", {"urls": urls}, extra=repr(urls)))  # addresses and dates only
     pages.append(Page("robots.txt", body=f"User-agent: *\nAllow: /\nSitemap: {config.base_url}sitemap.xml\n"))
