@@ -22,7 +22,7 @@ from .config import TEMPLATES, Config
 from .gitdates import date_key, git_dates, git_head
 from .parallel import run_parallel
 from .problems import BuildFailed, FailpediaError, Problem
-from .write import SiteWriter
+from .write import SiteWriter, write_file
 
 if TYPE_CHECKING:
     from .catalog import Catalog, ParseResult
@@ -127,9 +127,7 @@ def _unchanged(recorded: str | None, key: str, previous: str) -> bool:
 def _render_to(item: tuple[Page, str]) -> None:
     """Render one page straight into its place in the new site (runs in a worker)."""
     page, target = item
-    data = _RENDERER.render(page)
-    with open(target, "w", encoding="utf-8", newline="") as f:
-        f.write(data)
+    write_file(target, _RENDERER.render(page), page.path)
 
 
 _RENDERER: Renderer  # set before the workers fork, so they inherit it
@@ -228,7 +226,7 @@ def _build(
                 if writer.update:
                     kept[page.path] = recorded  # not None: _unchanged matched it
                 continue
-            todo.append((page, writer.reserve(page.path)))
+            todo.append((page, writer.reserve(page.path, make_folder=False)))
         for name in sorted({p.template for p, _ in todo if p.template}):
             _RENDERER.env.get_template(name)  # compiled once, before the workers fork
         run_parallel(_render_to, todo, jobs=jobs, min_items=32)

@@ -21,9 +21,23 @@ from pathlib import Path
 
 from .problems import FailpediaError
 
-__all__ = ["SiteWriter"]
+__all__ = ["SiteWriter", "write_file"]
 
 _PART_RE = re.compile(r"[A-Za-z0-9_@+~,=-][A-Za-z0-9._@+~,=-]*")  # no hidden files, no ':' or controls
+
+
+def write_file(target: str, text: str, rel: str) -> None:
+    """Write a reserved file, making its folder when it does not exist yet."""
+    try:
+        try:
+            f = open(target, "w", encoding="utf-8", newline="")
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            f = open(target, "w", encoding="utf-8", newline="")
+        with f:
+            f.write(text)
+    except OSError as e:  # a file where a folder must go, or the reverse
+        raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
 
 
 class SiteWriter:
@@ -70,12 +84,16 @@ class SiteWriter:
                 return False
         return True
 
-    def reserve(self, rel: str) -> str:
-        """Check a path and claim it; returns where its content goes (its folder exists)."""
+    def reserve(self, rel: str, make_folder: bool = True) -> str:
+        """Check a path and claim it; returns where its content goes. Its folder exists, unless
+        `make_folder=False`: then the caller writes with `write_file`, which makes it (render
+        workers make the site's 14,000 folders in parallel)."""
         self._claim(rel)
         if self.update:
             self.staged.append(rel)
         folder = rel.rpartition("/")[0]
+        if not make_folder:
+            return os.path.join(self.tmp, rel)
         if folder and folder not in self.folders:  # one mkdir per folder, not per file
             try:
                 os.makedirs(os.path.join(self.tmp, folder), exist_ok=True)
