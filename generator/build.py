@@ -47,6 +47,7 @@ class BuildResult:
     rendered: int = 0  # files rendered in this build
     reused: int = 0  # files kept from the previous site (their inputs did not change)
     unchanged: bool = False  # nothing changed: the site was left as it was
+    entries: int = 0  # entry pages (what a search index must hold)
 
 
 def load_catalog(entries: Path) -> Catalog:
@@ -155,22 +156,30 @@ def build(
     search: bool = True,
     cache_dir: Path | None = None,
     jobs: int | None = None,
+    pagefind: bool = True,
 ) -> BuildResult:
     """The whole pipeline. `search=False` skips the Pagefind index; `cache_dir=None` is a cold
-    build that neither reads nor writes the cache; `jobs` caps the worker processes."""
+    build that neither reads nor writes the cache; `jobs` caps the worker processes.
+    `pagefind=False` (with search) writes the pages Pagefind indexes but leaves running it, and
+    the site's pagefind/ folder, to the caller: the dev server indexes in the background, so an
+    edit is served in seconds even where indexing takes minutes."""
     with _rare_collections():
-        return _build(entries, out, config, templates, search, cache_dir, jobs)
+        return _build(entries, out, config, templates, search, cache_dir, jobs, pagefind)
+
+
+INDEX_FOLDERS = ("pagefind", ".pagefind-next")  # what a build with pagefind=False leaves alone
 
 
 def _build(
-    entries: Path, out: Path, config: Config, templates: Path, search: bool, cache_dir: Path | None, jobs: int | None
+    entries: Path, out: Path, config: Config, templates: Path, search: bool, cache_dir: Path | None, jobs: int | None,
+    pagefind: bool,
 ) -> BuildResult:
     global _RENDERER
     cache = BuildCache.open(cache_dir)
     out_abs = out.resolve() if out.exists() else out.absolute()
     stamp = input_stamp(
         [entries, templates, Path(__file__).resolve().parent],
-        json.dumps([repr(config), search, str(out_abs), git_head(entries)]),
+        json.dumps([repr(config), search, pagefind, str(out_abs), git_head(entries)]),
     )
     if cache_dir is not None and stamp == cache.stamp and cache.site == str(out_abs) and out_abs.is_dir():
         pages = sum(1 for p in cache.pages if p.endswith(".html"))
@@ -207,9 +216,11 @@ def _build(
         for slug, rec in catalog.records.items()
     }
     _RENDERER = Renderer(config, templates)
-    # An incremental build without search updates the site in place (Pagefind needs a whole tree).
+    # An incremental build updates the site in place, unless Pagefind runs now (it needs a whole
+    # new tree); a build that leaves indexing to its caller also leaves the index folders alone.
     same_site = cache.site == str(out_abs)  # the page keys describe this output folder
-    writer = SiteWriter(out, update=bool(cache.pages) and same_site and not search)
+    index_now = search and pagefind
+    writer = SiteWriter(out, update=bool(cache.pages) and same_site and not index_now, keep=() if index_now or not search else INDEX_FOLDERS)
     keys: dict[str, str] = {}
     kept: dict[str, str] = {}  # pages left in place by an update → their recorded identity
     rendered = 0
@@ -234,7 +245,7 @@ def _build(
         for path, data in static_files(templates):
             writer.add(path, data)
         writer.add("static/pygments.css", pygments_css())
-        if search and catalog.records:
+        if index_now and catalog.records:
             from .indexer import run_pagefind
 
             run_pagefind(writer.tmp, expected_pages=len(catalog.records))
@@ -249,4 +260,5 @@ def _build(
     finally:
         writer.finish()
     html = sum(p.path.endswith(".html") for p in pages)
-    return BuildResult(writer.out, html, len(writer.written), catalog.warnings, rendered=rendered, reused=len(keys) - rendered)
+    return BuildResult(writer.out, html, len(writer.written), catalog.warnings, rendered=rendered, reused=len(keys) - rendered,
+                       entries=len(catalog.records))

@@ -32,8 +32,9 @@ TIMEOUT = 600
 _SIGNATURE = b"pagefind_dcd"
 
 
-def run_pagefind(site: Path, expected_pages: int) -> int:
-    """Index `site` into site/pagefind/; returns the number of pages indexed."""
+def run_pagefind(site: Path, expected_pages: int, subdir: str = "pagefind") -> int:
+    """Index `site` into site/<subdir>/; returns the number of pages indexed."""
+    site = site.resolve()  # Pagefind runs in it: a relative path would point elsewhere
     try:
         from pagefind_bin import get_executable
 
@@ -43,7 +44,7 @@ def run_pagefind(site: Path, expected_pages: int) -> int:
             f"search indexing failed: the Pagefind binary is missing ({e}); install it with "
             "`pip install 'pagefind[bin]'`, or build with --no-search"
         ) from None
-    cmd = [exe, "--site", str(site), "--output-subdir", "pagefind", "--force-language", "en"]
+    cmd = [exe, "--site", str(site), "--output-subdir", subdir, "--force-language", "en"]
     for selector in EXCLUDE:
         cmd += ["--exclude-selectors", selector]
     # Pagefind reads PAGEFIND_* variables and a pagefind.yml in its working folder; give it neither.
@@ -60,12 +61,12 @@ def run_pagefind(site: Path, expected_pages: int) -> int:
         raise FailpediaError(f"search indexing failed: Pagefind exited with status {proc.returncode}:\n{tail}")
     m = re.search(r"Indexed (\d+) pages?", output)
     indexed = int(m.group(1)) if m else 0
-    if indexed != expected_pages or not (site / "pagefind" / "pagefind.js").is_file():
+    if indexed != expected_pages or not (site / subdir / "pagefind.js").is_file():
         raise FailpediaError(
             f"search indexing failed: Pagefind indexed {indexed} pages, expected {expected_pages} entries "
             "(every entry page must carry data-pagefind-body)"
         )
-    canonicalize(site / "pagefind")
+    canonicalize(site / subdir)
     return indexed
 
 

@@ -2,8 +2,11 @@
 reload the open browser tabs whose pages changed.
 
 Each rebuild calls `build.build()` (so it gains whatever caching the pipeline gains) into the
-normal output folder. A failed rebuild leaves the last good site in place: the terminal prints
-the problems, and the browser shows them in an overlay until they are fixed.
+normal output folder, with `pagefind=False`: the site is updated in place and served at once,
+and Pagefind indexes it in a background thread into `.pagefind-next/`, swapped in for
+`pagefind/` when done (an index of a site that changed meanwhile is thrown away). A failed
+rebuild leaves the last good site in place: the terminal prints the problems, and the browser
+shows them in an overlay until they are fixed.
 
 Served-only additions, never written into the site: every HTML response gets
 `<script src="/__failpedia/reload.js">` before `</body>` (a same-origin file, so the pages' CSP
@@ -20,6 +23,7 @@ import http.server
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import sys
@@ -70,14 +74,27 @@ class BuildState:
         }
 
 
-def _digest_tree(root: Path) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _digest_tree(root: Path, known: dict[str, tuple[tuple[int, int, int], str]]) -> dict[str, tuple[tuple[int, int, int], str]]:
+    """Every site file → (its inode, size and mtime; a digest of its content). Files whose stat
+    is in `known` are not read again: a rebuild rewrites a few dozen of a site's files. The
+    search index is left out (it is replaced in the background, not by a build)."""
+    out: dict[str, tuple[tuple[int, int, int], str]] = {}
     if not root.is_dir():
         return out
-    for dirpath, _dirs, files in os.walk(root):
+    for dirpath, dirs, files in os.walk(root):
+        if dirpath == str(root):
+            dirs[:] = [d for d in dirs if d != "pagefind" and not d.startswith(".pagefind")]
         for name in files:
-            path = Path(dirpath) / name
-            out[path.relative_to(root).as_posix()] = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            st = os.stat(path)
+            ident = (st.st_ino, st.st_size, st.st_mtime_ns)
+            seen = known.get(rel)
+            if seen is not None and seen[0] == ident:
+                out[rel] = seen
+            else:
+                with open(path, "rb") as f:
+                    out[rel] = (ident, hashlib.blake2b(f.read(), digest_size=16).hexdigest())
     return out
 
 
@@ -96,14 +113,25 @@ def _unexpected(e: BaseException, templates: Path) -> Problem:
 class Builder:
     """Runs one build at a time and publishes each outcome to whoever waits on `changed`."""
 
-    def __init__(self, entries: Path, out: Path, config: Config, templates: Path = TEMPLATES, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self, entries: Path, out: Path, config: Config, templates: Path = TEMPLATES, cache_dir: Path | None = None,
+        log: Log | None = None,
+    ) -> None:
         self.entries, self.out, self.config, self.templates = entries, out, config, templates
         self.cache_dir = cache_dir  # the build cache: only what an edit touched is rendered again
+        self.log = log or (lambda _message: None)
         self.state = BuildState()
         self.changed = threading.Condition()
         self.stopping = False
-        self._lock = threading.Lock()
-        self._tree = _digest_tree(out)
+        self._lock = threading.Lock()  # one build, or one index swap, at a time
+        self._tree = _digest_tree(out, {})
+        # The search index is made after each good build, in the background (Pagefind takes
+        # minutes at 10,000 entries): generation counts good builds; an index made from an
+        # older generation's site is thrown away, and the latest is indexed next.
+        self._index_lock = threading.Lock()
+        self._generation = self._index_wanted = self._index_done = 0
+        self._indexing = False
+        self._entry_count = 0
 
     def rebuild(self) -> BuildState:
         from .build import build
@@ -113,20 +141,71 @@ class Builder:
             start = time.monotonic()
             static_files.cache_clear()  # a template's static file may have changed on disk
             try:
-                result = build(self.entries, self.out, self.config, self.templates, cache_dir=self.cache_dir)
+                result = build(self.entries, self.out, self.config, self.templates, cache_dir=self.cache_dir, pagefind=False)
             except BuildFailed as e:
                 state = BuildState(self.state.build + 1, False, tuple(e.problems), (), time.monotonic() - start)
             except Exception as e:  # the server must survive any failed build; it reports it instead
                 state = BuildState(self.state.build + 1, False, (_unexpected(e, self.templates),), (), time.monotonic() - start)
             else:
-                tree = _digest_tree(self.out)
-                changed = sorted(p for p in tree.keys() | self._tree.keys() if tree.get(p) != self._tree.get(p))
+                tree = _digest_tree(self.out, self._tree)
+                changed = sorted(p for p in tree.keys() | self._tree.keys() if tree.get(p, ("", ""))[1] != self._tree.get(p, ("", ""))[1])
                 self._tree = tree
                 state = BuildState(self.state.build + 1, True, (), tuple(changed), time.monotonic() - start, len(result.warnings))
+                self._entry_count = result.entries
+                if changed or not (self.out / "pagefind" / "pagefind.js").is_file():
+                    self._generation += 1
             with self.changed:
                 self.state = state
                 self.changed.notify_all()
-            return state
+        if state.ok:
+            self._index_later()
+        return state
+
+    def _index_later(self) -> None:
+        with self._index_lock:
+            if self._index_wanted == self._generation or self.stopping:
+                return
+            self._index_wanted = self._generation
+            if self._indexing:
+                return  # the running indexer picks the new generation up when it is done
+            self._indexing = True
+        threading.Thread(target=self._index_loop, daemon=True).start()
+
+    def _index_loop(self) -> None:
+        from .indexer import run_pagefind
+
+        live, new, old = self.out / "pagefind", self.out / ".pagefind-next", self.out / ".pagefind-old"  # build.INDEX_FOLDERS
+        while True:
+            with self._index_lock:
+                generation, count = self._index_wanted, self._entry_count
+                if generation == self._index_done or self.stopping:
+                    self._indexing = False
+                    return
+            start = time.monotonic()
+            try:
+                shutil.rmtree(new, ignore_errors=True)
+                run_pagefind(self.out, count, subdir=new.name)
+                error = None
+            except Exception as e:  # reported; the served site keeps its last index
+                error = e
+            with self._lock:  # no build is writing the site
+                current = generation == self._generation
+                try:
+                    if error is None and current:
+                        if live.exists():
+                            os.rename(live, old)
+                        os.rename(new, live)
+                        shutil.rmtree(old, ignore_errors=True)
+                    else:
+                        shutil.rmtree(new, ignore_errors=True)
+                except OSError as e:  # the site folder moved or vanished under the server
+                    error = e
+            if error is not None and current:
+                self.log(f"search index not updated: {error}")
+            elif current:
+                self.log(f"search index updated in {time.monotonic() - start:.1f} s ({count} entries)")
+            with self._index_lock:
+                self._index_done = generation
 
     def stop(self) -> None:
         with self.changed:
@@ -317,7 +396,7 @@ class DevServer:
         shown = "127.0.0.1" if host in ("", "0.0.0.0") else ("localhost" if host == "::" else host)
         shown = f"[{shown}]" if ":" in shown else shown
         self.url = f"http://{shown}:{self.httpd.server_address[1]}/"
-        self.builder = Builder(entries, out, config.with_base_url(self.url), templates, cache_dir)
+        self.builder = Builder(entries, out, config.with_base_url(self.url), templates, cache_dir, log)
         self.httpd.builder = self.builder
         self.httpd.session = secrets.token_hex(8)
         self.stop_event = threading.Event()

@@ -41,7 +41,7 @@ def write_file(target: str, text: str, rel: str) -> None:
 
 
 class SiteWriter:
-    def __init__(self, out: Path, update: bool = False) -> None:
+    def __init__(self, out: Path, update: bool = False, keep: tuple[str, ...] = ()) -> None:
         self.out = out.resolve() if out.exists() else out.absolute()
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.update = update and self.out.is_dir()
@@ -51,6 +51,7 @@ class SiteWriter:
         self.spellings: dict[str, str] = {}  # lower-cased path or folder → the spelling written
         self.folders: set[str] = set()  # folders made so far
         self._cleanup: threading.Thread | None = None
+        self.keep = frozenset(keep)  # top-level names an update leaves alone (a search index made later)
 
     def add(self, rel: str, content: str | bytes) -> None:
         data = content.encode("utf-8") if isinstance(content, str) else content
@@ -159,7 +160,9 @@ class SiteWriter:
         with os.scandir(folder) as it:
             for item in it:
                 sub = f"{rel}/{item.name}" if rel else item.name
-                if item.is_dir(follow_symlinks=False):
+                if sub in self.keep:
+                    empty = False
+                elif item.is_dir(follow_symlinks=False):
                     if self._sweep(item.path, sub):
                         os.rmdir(item.path)
                     else:

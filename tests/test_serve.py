@@ -344,3 +344,38 @@ def test_only_entry_and_template_changes_trigger_a_rebuild(project: Path) -> Non
         assert server.relevant(Change.modified, str(project / "templates/entry.html"))
     finally:
         server.stop()
+
+
+def test_serve_indexes_search_in_the_background_and_serves_edits_meanwhile(project: Path, tmp_path: Path) -> None:
+    """Rebuilds leave Pagefind to a background thread (minutes at 10,000 entries): the edited page
+    is served at once with the previous index in place, and the index catches up, the same bytes
+    a normal build's Pagefind run makes of that site."""
+    from generator.indexer import run_pagefind
+
+    site = project / "site"
+
+    def indexed_pages() -> int:
+        entry = json.loads((site / "pagefind/pagefind-entry.json").read_text())
+        return sum(lang["page_count"] for lang in entry["languages"].values())
+
+    server = Serve(project, "--port", "0", "--templates", "templates").started()
+    try:
+        server.wait_for("search index updated")
+        assert indexed_pages() == 3
+        mark = len(server.lines)
+        write_tree(project / "entries", {"memory/host-oom.yaml": valid_entry(title="Host OOM", related=["gpu-oom"])})
+        server.wait_for("built in", mark)
+        assert fetch(server.url + "host-oom/")[0] == 200
+        assert (site / "pagefind/pagefind.js").is_file()  # the update left the last index in place
+        server.wait_for("search index updated", mark)
+        assert indexed_pages() == 4
+        assert not any(p.name.startswith(".pagefind") for p in site.iterdir())
+    finally:
+        code, err = server.stop()
+    assert code == 0 and "Traceback" not in err, err
+    copy = tmp_path / "copy"
+    shutil.copytree(site, copy, ignore=shutil.ignore_patterns("pagefind"))
+    run_pagefind(copy, 4)
+    ours = {p.relative_to(site / "pagefind"): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()}
+    theirs = {p.relative_to(copy / "pagefind"): p.read_bytes() for p in (copy / "pagefind").rglob("*") if p.is_file()}
+    assert ours == theirs
