@@ -1,6 +1,6 @@
 """The persistent build cache: what a rebuild can skip.
 
-Three things are kept under the cache folder (`.cache/` by default, `--cache-dir` to move it,
+Four kinds of file are kept under the cache folder (`.cache/` by default, `--cache-dir` to move it,
 `--no-cache` to ignore it):
 
 - `stamp`: the size and modification time of every input (entries, registries, templates,
@@ -12,8 +12,9 @@ Three things are kept under the cache folder (`.cache/` by default, `--cache-dir
   `parsed` shard holds each entry's `Head` (what other pages need) and is loaded by every
   rebuild; its `blobs` shard holds the pickled models (nine tenths of the bytes), read only when
   a page of one of its entries renders. A rebuild rewrites only the shards whose entries changed.
-- `memo.pickle`: indexes derived from the whole corpus that a build would otherwise recompute
-  (similar entries), each with the digest of its inputs (catalog.build_catalog checks it).
+- `memo.pickle`: results derived from the whole corpus that a build would otherwise recompute
+  (similar entries, tag pairs, the fingerprint list of api/fingerprints.json), each stored with
+  the digest of its inputs (see catalog.Memo).
 - `pages.json`: for every page of the last site, the key of its inputs. A page whose key is
   unchanged is not rendered: its previous file stays (an in-place update) or is hard-linked into
   the new site (a fresh tree).
