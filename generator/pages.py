@@ -236,6 +236,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     dates = dates or {}
     pages: list[Page] = []
     all_slugs = tuple(catalog.records)
+
     def cards_of(slugs: tuple[str, ...]) -> dict[str, Any]:  # built when the page renders
         return {"entries": [_card(catalog, s) for s in slugs]}
 
