@@ -183,7 +183,7 @@ def _build(
     )
     if cache_dir is not None and stamp == cache.stamp and cache.site == str(out_abs) and out_abs.is_dir():
         pages = sum(1 for p in cache.pages if p.endswith(".html"))
-        return BuildResult(out_abs, pages, len(cache.pages), (), rendered=0, unchanged=True)
+        return BuildResult(out_abs, pages, len(cache.pages), (), rendered=0, unchanged=True, entries=cache.entries)
 
     from .catalog import build_catalog
     from .markdown import pygments_css
@@ -256,7 +256,7 @@ def _build(
     try:
         if cache.folder is not None:
             identities = {path: kept.get(path) or _identity(key, os.path.join(writer.out, path)) for path, key in keys.items()}
-            cache.save(stamp, identities, out_abs, set(hashes.values()))
+            cache.save(stamp, identities, out_abs, set(hashes.values()), len(catalog.records))
     finally:
         writer.finish()
     html = sum(p.path.endswith(".html") for p in pages)

@@ -45,7 +45,7 @@ from .problems import FailpediaError
 
 __all__ = ["BuildCache", "digest", "input_stamp", "source_fingerprint"]
 
-FORMAT = 4  # bump when the cached shapes change
+FORMAT = 5  # bump when the cached shapes change
 SHARDS = 32  # parsed-entry files; one changed entry rewrites one of them
 _GENERATOR = Path(__file__).resolve().parent
 
@@ -179,6 +179,7 @@ class BuildCache:
     parsed: dict[str, Any] = field(default_factory=dict)  # digest → head part of the parse result
     pages: dict[str, str] = field(default_factory=dict)
     site: str = ""  # the output folder the page keys describe
+    entries: int = 0  # entry pages of that site
     memo: dict[str, Any] = field(default_factory=dict)  # derived indexes, see catalog.build_catalog
     _dirty: set[int] = field(default_factory=set)  # parsed shards to write
     _fresh: dict[str, bytes] = field(default_factory=dict, repr=False)  # blobs parsed in this build
@@ -195,7 +196,7 @@ class BuildCache:
             payload = _read_signed(folder / "pages.json", key)
             meta = json.loads(payload.decode("utf-8")) if payload is not None else {}
             if meta.get("format") == FORMAT:
-                cache.stamp, cache.pages, cache.site = meta["stamp"], meta["pages"], meta["site"]
+                cache.stamp, cache.pages, cache.site, cache.entries = meta["stamp"], meta["pages"], meta["site"], meta["entries"]
         except (OSError, ValueError, KeyError, TypeError):
             pass
         return cache
@@ -277,7 +278,7 @@ class BuildCache:
         assert self.folder is not None
         return self.folder / f"{kind}-{shard:02d}.pickle"
 
-    def save(self, stamp: str, pages: dict[str, str], site: Path, keep: set[str]) -> None:
+    def save(self, stamp: str, pages: dict[str, str], site: Path, keep: set[str], entries: int) -> None:
         """Write the new state; `keep` are the digests of the entries still present."""
         if self.folder is None:
             return
@@ -287,5 +288,5 @@ class BuildCache:
         if memo != self._memo_bytes:
             _write_signed(self.folder / "memo.pickle", self.key, memo)
             self._memo_bytes = memo
-        meta = {"format": FORMAT, "stamp": stamp, "site": str(site), "pages": pages}
+        meta = {"format": FORMAT, "stamp": stamp, "site": str(site), "pages": pages, "entries": entries}
         _write_signed(self.folder / "pages.json", self.key, json.dumps(meta, sort_keys=True).encode("utf-8"))

@@ -358,7 +358,10 @@ def test_serve_indexes_search_in_the_background_and_serves_edits_meanwhile(proje
         entry = json.loads((site / "pagefind/pagefind-entry.json").read_text())
         return sum(lang["page_count"] for lang in entry["languages"].values())
 
-    server = Serve(project, "--port", "0", "--templates", "templates").started()
+    with socket.socket() as probe:  # one port for both sessions: the site's URLs stay the same
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    server = Serve(project, "--port", port, "--templates", "templates").started()
     try:
         server.wait_for("search index updated")
         assert indexed_pages() == 3
@@ -379,3 +382,14 @@ def test_serve_indexes_search_in_the_background_and_serves_edits_meanwhile(proje
     ours = {p.relative_to(site / "pagefind"): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()}
     theirs = {p.relative_to(copy / "pagefind"): p.read_bytes() for p in (copy / "pagefind").rglob("*") if p.is_file()}
     assert ours == theirs
+
+    # A later session whose first build has nothing to do still remakes a missing index.
+    shutil.rmtree(site / "pagefind")
+    server = Serve(project, "--port", port, "--templates", "templates").started()
+    try:
+        assert "0 pages changed" in server.wait_for("initial build")
+        server.wait_for("search index updated")
+        assert indexed_pages() == 4
+    finally:
+        code, err = server.stop()
+    assert code == 0 and "Traceback" not in err, err
