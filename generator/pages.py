@@ -188,11 +188,15 @@ def fingerprints_file(catalog: Catalog) -> str:
     """api/fingerprints.json, the same text as `safe_json(matcher_spec(fingerprint_data(catalog)))`.
     The fingerprint list (20 MB of JSON at 10,000 entries) is serialized again only when some
     entry's fingerprints changed; a new title or summary re-serializes only the entries map."""
-    key = hashlib.sha256("\0".join(f"{slug}={rec.head.fingerprints_key}" for slug, rec in catalog.records.items()).encode()).hexdigest()
-    fps = catalog.derived("fingerprints.json", lambda c: _json(matcher_spec({"fingerprints": _fingerprint_list(c)})["fingerprints"]), key)
+    fps = _fingerprint_list_json(catalog)
     spec = matcher_spec({"version": 1, "flags": "", "fingerprints": [], "entries": _matcher_entries(catalog)})
     parts = {name: fps if name == "fingerprints" else _json(value) for name, value in spec.items()}
     return "{" + ",".join(f"{_json(name)[:-1]}:{text[:-1]}" for name, text in sorted(parts.items())) + "}\n"
+
+
+def _fingerprint_list_json(catalog: Catalog) -> str:
+    key = hashlib.sha256("\0".join(f"{slug}={rec.head.fingerprints_key}" for slug, rec in catalog.records.items()).encode()).hexdigest()
+    return catalog.derived("fingerprints.json", lambda c: _json(matcher_spec({"fingerprints": _fingerprint_list(c)})["fingerprints"]), key)
 
 
 def _fingerprint_list(catalog: Catalog) -> list[dict[str, Any]]:
@@ -364,6 +368,8 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         Page(f"api/entries/{slug}.json", body=partial(entry_json, rec), entries=(slug,))
         for slug, rec in catalog.records.items()
     )
+    if catalog.memo is not None:  # made here, not in a render worker, so that the build cache keeps it
+        _fingerprint_list_json(catalog)
     matcher_key = "\0".join(f"{slug}={rec.head.matcher_key}" for slug, rec in catalog.records.items())
     pages.append(Page("api/fingerprints.json", body=partial(fingerprints_file, catalog), extra=matcher_key))
     pages.extend(Page(path, body=body, entries=all_slugs) for path, body in search_files(catalog))

@@ -245,6 +245,10 @@ def test_the_fingerprint_file_is_the_matcher_spec_and_its_list_is_reused_until_a
         assert text == safe_json(matcher_spec(fingerprint_data(catalog)))
         return store["fingerprints.json"][0]
 
+    from generator.pages import plan_pages
+
+    plan_pages(build_catalog(read_source(project["entries"]), store=store), CONFIG)
+    assert "fingerprints.json" in store  # made while planning, in the build's own process: render workers' memos are lost
     first = check()
     CHANGES["entry text"](project)  # a summary: in the file, but not in the fingerprint list
     assert check() == first
