@@ -20,6 +20,7 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from .problems import FailpediaError
@@ -32,8 +33,11 @@ TIMEOUT = 600
 _SIGNATURE = b"pagefind_dcd"
 
 
-def run_pagefind(site: Path, expected_pages: int, subdir: str = "pagefind") -> int:
-    """Index `site` into site/<subdir>/; returns the number of pages indexed."""
+def run_pagefind(
+    site: Path, expected_pages: int, subdir: str = "pagefind", started: Callable[[subprocess.Popen[str]], None] | None = None
+) -> int:
+    """Index `site` into site/<subdir>/; returns the number of pages indexed. `started` receives
+    the Pagefind process (the dev server stops it when it stops)."""
     site = site.resolve()  # Pagefind runs in it: a relative path would point elsewhere
     try:
         from pagefind_bin import get_executable
@@ -50,12 +54,18 @@ def run_pagefind(site: Path, expected_pages: int, subdir: str = "pagefind") -> i
     # Pagefind reads PAGEFIND_* variables and a pagefind.yml in its working folder; give it neither.
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAGEFIND_")}
     try:
-        proc = subprocess.run(cmd, cwd=site, env=env, capture_output=True, text=True, timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise FailpediaError(f"search indexing failed: Pagefind did not finish within {TIMEOUT} s; build with --no-search to skip it") from None
+        proc = subprocess.Popen(cmd, cwd=site, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     except OSError as e:
         raise FailpediaError(f"search indexing failed: cannot run Pagefind ({e}); build with --no-search to skip it") from None
-    output = (proc.stdout + proc.stderr).strip()
+    if started is not None:
+        started(proc)
+    try:
+        stdout, stderr = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise FailpediaError(f"search indexing failed: Pagefind did not finish within {TIMEOUT} s; build with --no-search to skip it") from None
+    output = (stdout + stderr).strip()
     if proc.returncode != 0:
         tail = "\n".join(output.splitlines()[-8:])
         raise FailpediaError(f"search indexing failed: Pagefind exited with status {proc.returncode}:\n{tail}")

@@ -26,6 +26,7 @@ import secrets
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -132,6 +133,7 @@ class Builder:
         self._generation = self._index_wanted = self._index_done = 0
         self._indexing = False
         self._entry_count = 0
+        self._pagefind: subprocess.Popen[str] | None = None  # the running index, stopped with the server
 
     def rebuild(self) -> BuildState:
         from .build import build
@@ -184,7 +186,7 @@ class Builder:
             start = time.monotonic()
             try:
                 shutil.rmtree(new, ignore_errors=True)
-                run_pagefind(self.out, count, subdir=new.name)
+                run_pagefind(self.out, count, subdir=new.name, started=self._started)
                 error = None
             except Exception as e:  # reported; the served site keeps its last index
                 error = e
@@ -200,17 +202,30 @@ class Builder:
                         shutil.rmtree(new, ignore_errors=True)
                 except OSError as e:  # the site folder moved or vanished under the server
                     error = e
-            if error is not None and current:
+            if self.stopping:
+                pass
+            elif error is not None and current:
                 self.log(f"search index not updated: {error}")
             elif current:
                 self.log(f"search index updated in {time.monotonic() - start:.1f} s ({count} entries)")
             with self._index_lock:
                 self._index_done = generation
 
+    def _started(self, proc: subprocess.Popen[str]) -> None:
+        with self._index_lock:
+            self._pagefind = proc
+            stopping = self.stopping
+        if stopping:
+            proc.terminate()
+
     def stop(self) -> None:
         with self.changed:
             self.stopping = True
             self.changed.notify_all()
+        with self._index_lock:
+            proc = self._pagefind
+        if proc is not None and proc.poll() is None:
+            proc.terminate()  # Pagefind holds gigabytes at 10,000 entries: it must not outlive the server
 
 
 def inject_reload(html: bytes) -> bytes:

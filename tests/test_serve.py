@@ -393,3 +393,27 @@ def test_serve_indexes_search_in_the_background_and_serves_edits_meanwhile(proje
     finally:
         code, err = server.stop()
     assert code == 0 and "Traceback" not in err, err
+
+
+def test_stopping_the_server_stops_a_running_index(project: Path, tmp_path: Path, monkeypatch) -> None:
+    """Pagefind runs for minutes and holds gigabytes at 10,000 entries: it must not outlive the
+    server. A stand-in Pagefind that would run a minute is stopped with the builder."""
+    import pagefind_bin
+
+    from generator.config import Config
+    from generator.serve import Builder
+
+    slow = tmp_path / "pagefind"
+    slow.write_text("#!/bin/sh\nexec sleep 60\n")
+    slow.chmod(0o755)
+    monkeypatch.setattr(pagefind_bin, "get_executable", lambda: slow)
+    builder = Builder(project / "entries", project / "site", Config(base_url="http://127.0.0.1/"), project / "templates", tmp_path / "cache")
+    assert builder.rebuild().ok
+    deadline = time.monotonic() + TIMEOUT
+    while builder._pagefind is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc = builder._pagefind
+    assert proc is not None and proc.poll() is None
+    started = time.monotonic()
+    builder.stop()
+    assert proc.wait(TIMEOUT) != 0 and time.monotonic() - started < 5
