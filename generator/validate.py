@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, TypeVar, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from .entrytext import camel_words
-from .load import LoadError, Loaded, load_yaml, shown
+from .load import LoadError, Loaded, PackedPositions, load_yaml, shown
 from .patterns import MAX_LINE, check_pattern, compile_pattern, plain_number, required_literals
 from .problems import Problem
 from .schema import STRENGTH_SCORE, Category, Entry, Fingerprint, Language, Tag
@@ -83,7 +83,7 @@ class Parsed:
     model, or (in the build cache and from parse workers) its pickle, loaded when first used."""
 
     entry: Entry | bytes | Callable[[], bytes] | None  # the model, its pickle, or where to read it
-    loaded: Loaded
+    loaded: Loaded | PackedPositions  # PackedPositions once slim: only `where` is asked of it
     head: Head
 
     def slim(self) -> "Parsed":
@@ -91,15 +91,13 @@ class Parsed:
         often_causes): what the build cache keeps and parse workers send back."""
         keep = ("tags", "related", "often_causes")
         entry = self.entry if isinstance(self.entry, bytes) else pickle.dumps(self.entry, protocol=pickle.HIGHEST_PROTOCOL)
-        return Parsed(
-            entry,
-            Loaded(
-                None,
-                {k: v for k, v in self.loaded.positions.items() if not k or k[0] in keep},
-                {k: v for k, v in self.loaded.key_positions.items() if k and k[0] in keep},
-            ),
-            self.head,
-        )
+        loaded = self.loaded
+        if isinstance(loaded, Loaded):
+            loaded = PackedPositions.of(
+                {k: v for k, v in loaded.positions.items() if not k or k[0] in keep},
+                {k: v for k, v in loaded.key_positions.items() if k and k[0] in keep},
+            )
+        return Parsed(entry, loaded, self.head)
 
 
 def suggest(word: str, choices: list[str] | set[str]) -> str:

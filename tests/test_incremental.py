@@ -283,3 +283,19 @@ def test_a_lost_or_altered_blob_shard_costs_a_parse_not_the_build(project, damag
     edit_entry(project, "memory/gpu-oom.yaml", mechanism="Rewritten once more: the cache this build reads was written by the last one.")
     incremental(project)
     assert_same_as_cold(project)
+
+
+def test_cross_entry_errors_keep_their_positions_through_the_cache(project) -> None:
+    """Source positions travel from parse workers and through the cache packed, and are unpacked
+    only to report a problem: the line and column must be those of a fresh parse."""
+    from generator.problems import BuildFailed
+
+    incremental(project)
+    path = project["entries"] / "memory/gpu-oom.yaml"
+    edit_entry(project, "memory/gpu-oom.yaml", related=["ddp-oom", "gpu-om"])
+    line = path.read_text().splitlines().index("- gpu-om") + 1
+    for _ in range(2):  # parsed now, then from the cache
+        with pytest.raises(BuildFailed) as failed:
+            incremental(project)
+        (problem,) = [p for p in failed.value.problems if p.severity == "error"]
+        assert (problem.line, problem.col) == (line, 3) and "related[1]: no entry 'gpu-om'" in problem.message
