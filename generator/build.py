@@ -128,7 +128,7 @@ def _unchanged(recorded: str | None, key: str, previous: str) -> bool:
 def _render_to(item: tuple[Page, str]) -> None:
     """Render one page straight into its place in the new site (runs in a worker)."""
     page, target = item
-    write_file(target, _RENDERER.render(page), page.path)
+    write_file(target, _RENDERER.render(page).encode("utf-8"), page.path)
 
 
 _RENDERER: Renderer  # set before the workers fork, so they inherit it
@@ -237,7 +237,7 @@ def _build(
                 if writer.update:
                     kept[page.path] = recorded  # not None: _unchanged matched it
                 continue
-            todo.append((page, writer.reserve(page.path, make_folder=False)))
+            todo.append((page, writer.reserve(page.path)))
         for name in sorted({p.template for p, _ in todo if p.template}):
             _RENDERER.env.get_template(name)  # compiled once, before the workers fork
         run_parallel(_render_to, todo, jobs=jobs, min_items=32)

@@ -26,16 +26,17 @@ __all__ = ["SiteWriter", "write_file"]
 _PART_RE = re.compile(r"[A-Za-z0-9_@+~,=-][A-Za-z0-9._@+~,=-]*")  # no hidden files, no ':' or controls
 
 
-def write_file(target: str, text: str, rel: str) -> None:
-    """Write a reserved file, making its folder when it does not exist yet."""
+def write_file(target: str, data: bytes, rel: str) -> None:
+    """Write a reserved file (`SiteWriter.reserve`), making its folder when it does not exist
+    yet: render workers make the site's 14,000 folders in parallel, without asking first."""
     try:
         try:
-            f = open(target, "w", encoding="utf-8", newline="")
+            f = open(target, "wb")
         except FileNotFoundError:
             os.makedirs(os.path.dirname(target), exist_ok=True)
-            f = open(target, "w", encoding="utf-8", newline="")
+            f = open(target, "wb")
         with f:
-            f.write(text)
+            f.write(data)
     except OSError as e:  # a file where a folder must go, or the reverse
         raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
 
@@ -49,7 +50,7 @@ class SiteWriter:
         self.staged: list[str] = []  # update: the files to move in
         self.written: set[str] = set()
         self.spellings: dict[str, str] = {}  # lower-cased path or folder → the spelling written
-        self.folders: set[str] = set()  # folders made so far
+        self.folders: set[str] = set()  # folders made for links so far
         self._cleanup: threading.Thread | None = None
         self.keep = frozenset(keep)  # top-level names an update leaves alone (a search index made later)
 
@@ -58,12 +59,7 @@ class SiteWriter:
         if self.update and _same_bytes(os.path.join(self.out, rel), data):
             self._claim(rel)
             return
-        target = self.reserve(rel)
-        try:
-            with open(target, "wb") as f:
-                f.write(data)
-        except OSError as e:  # a file where a folder must go, or the reverse
-            raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
+        write_file(self.reserve(rel), data, rel)
 
     def link(self, rel: str, previous: str | Path) -> bool:
         """Reuse an unchanged file of the previous site (a hard link, no rewrite). False when the
@@ -72,6 +68,13 @@ class SiteWriter:
             self._claim(rel)
             return True
         target = self.reserve(rel)
+        folder = rel.rpartition("/")[0]
+        if folder and folder not in self.folders:  # one mkdir per folder, not per file
+            try:
+                os.makedirs(os.path.join(self.tmp, folder), exist_ok=True)
+            except OSError as e:  # a file where a folder must go
+                raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
+            self.folders.add(folder)
         try:
             os.link(previous, target)
         except FileNotFoundError:
@@ -85,23 +88,11 @@ class SiteWriter:
                 return False
         return True
 
-    def reserve(self, rel: str, make_folder: bool = True) -> str:
-        """Check a path and claim it; returns where its content goes. Its folder exists, unless
-        `make_folder=False`: then the caller writes with `write_file`, which makes it (render
-        workers make the site's 14,000 folders in parallel)."""
+    def reserve(self, rel: str) -> str:
+        """Check a path and claim it; returns where its content goes (write it with `write_file`)."""
         self._claim(rel)
         if self.update:
             self.staged.append(rel)
-        folder = rel.rpartition("/")[0]
-        if not make_folder:
-            return os.path.join(self.tmp, rel)
-        if folder and folder not in self.folders:  # one mkdir per folder, not per file
-            try:
-                os.makedirs(os.path.join(self.tmp, folder), exist_ok=True)
-            except OSError as e:  # a file where a folder must go
-                self.written.discard(rel)
-                raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
-            self.folders.add(folder)
         return os.path.join(self.tmp, rel)
 
     def _claim(self, rel: str) -> None:
