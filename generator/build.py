@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from .cache import BuildCache, digest, input_stamp, source_fingerprint
 from .config import TEMPLATES, Config
 from .gitdates import date_key, git_dates, git_head
+from .indexer import INDEX_DIRS
 from .parallel import run_parallel
 from .problems import BuildFailed, FailpediaError, Problem
 from .write import SiteWriter, write_file
@@ -167,9 +168,6 @@ def build(
         return _build(entries, out, config, templates, search, cache_dir, jobs, pagefind)
 
 
-INDEX_FOLDERS = ("pagefind", ".pagefind-next")  # what a build with pagefind=False leaves alone
-
-
 def _build(
     entries: Path, out: Path, config: Config, templates: Path, search: bool, cache_dir: Path | None, jobs: int | None,
     pagefind: bool,
@@ -220,7 +218,7 @@ def _build(
     # new tree); a build that leaves indexing to its caller also leaves the index folders alone.
     same_site = cache.site == str(out_abs)  # the page keys describe this output folder
     index_now = search and pagefind
-    writer = SiteWriter(out, update=bool(cache.pages) and same_site and not index_now, keep=() if index_now or not search else INDEX_FOLDERS)
+    writer = SiteWriter(out, update=bool(cache.pages) and same_site and not index_now, keep=() if index_now or not search else INDEX_DIRS)
     keys: dict[str, str] = {}
     kept: dict[str, str] = {}  # pages left in place by an update → their recorded identity
     rendered = 0

@@ -19,22 +19,26 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 from .problems import FailpediaError
 
-__all__ = ["EXCLUDE", "canonicalize", "run_pagefind"]
+__all__ = ["EXCLUDE", "INDEX_DIR", "INDEX_DIRS", "NEXT_INDEX_DIR", "canonicalize", "run_pagefind", "swap_in_next_index"]
 
 # Parts of an entry page that are not about the entry (navigation, links to other entries).
 EXCLUDE = ("nav.crumbs", "nav.toc", "section[aria-labelledby=related]", "footer.entry-footer")
 TIMEOUT = 600
+INDEX_DIR = "pagefind"  # site/pagefind/: the index the pages load
+NEXT_INDEX_DIR = ".pagefind-next"  # an index made beside the live one, then swapped in (the dev server)
+INDEX_DIRS = (INDEX_DIR, NEXT_INDEX_DIR)  # what a build that leaves indexing to its caller leaves alone
 _SIGNATURE = b"pagefind_dcd"
 
 
 def run_pagefind(
-    site: Path, expected_pages: int, subdir: str = "pagefind", started: Callable[[subprocess.Popen[str]], None] | None = None
+    site: Path, expected_pages: int, subdir: str = INDEX_DIR, started: Callable[[subprocess.Popen[str]], None] | None = None
 ) -> int:
     """Index `site` into site/<subdir>/; returns the number of pages indexed. `started` receives
     the Pagefind process (the dev server stops it when it stops)."""
@@ -78,6 +82,15 @@ def run_pagefind(
         )
     canonicalize(site / subdir)
     return indexed
+
+
+def swap_in_next_index(site: Path) -> None:
+    """Make site/.pagefind-next/ the live site/pagefind/ (two renames; the old index is deleted)."""
+    live, new, old = site / INDEX_DIR, site / NEXT_INDEX_DIR, site / ".pagefind-old"
+    if live.exists():
+        os.rename(live, old)
+    os.rename(new, live)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 # --- Canonical output -------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 from .config import Config
 from .problems import BuildFailed, FailpediaError, Problem, UsageError
 from .config import TEMPLATES
+from .indexer import INDEX_DIR, INDEX_DIRS, NEXT_INDEX_DIR
 
 __all__ = ["BuildState", "Builder", "DevServer", "cmd_serve", "inject_reload"]
 
@@ -84,7 +85,7 @@ def _digest_tree(root: Path, known: dict[str, tuple[tuple[int, int, int], str]])
         return out
     for dirpath, dirs, files in os.walk(root):
         if dirpath == str(root):
-            dirs[:] = [d for d in dirs if d != "pagefind" and not d.startswith(".pagefind")]
+            dirs[:] = [d for d in dirs if d not in INDEX_DIRS]
         for name in files:
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(path, root).replace(os.sep, "/")
@@ -154,7 +155,7 @@ class Builder:
                 self._tree = tree
                 state = BuildState(self.state.build + 1, True, (), tuple(changed), time.monotonic() - start, len(result.warnings))
                 self._entry_count = result.entries
-                if changed or not (self.out / "pagefind" / "pagefind.js").is_file():
+                if changed or not (self.out / INDEX_DIR / "pagefind.js").is_file():
                     self._generation += 1
             with self.changed:
                 self.state = state
@@ -174,9 +175,8 @@ class Builder:
         threading.Thread(target=self._index_loop, daemon=True).start()
 
     def _index_loop(self) -> None:
-        from .indexer import run_pagefind
+        from .indexer import run_pagefind, swap_in_next_index
 
-        live, new, old = self.out / "pagefind", self.out / ".pagefind-next", self.out / ".pagefind-old"  # build.INDEX_FOLDERS
         while True:
             with self._index_lock:
                 generation, count = self._index_wanted, self._entry_count
@@ -185,8 +185,8 @@ class Builder:
                     return
             start = time.monotonic()
             try:
-                shutil.rmtree(new, ignore_errors=True)
-                run_pagefind(self.out, count, subdir=new.name, started=self._started)
+                shutil.rmtree(self.out / NEXT_INDEX_DIR, ignore_errors=True)
+                run_pagefind(self.out, count, subdir=NEXT_INDEX_DIR, started=self._started)
                 error = None
             except Exception as e:  # reported; the served site keeps its last index
                 error = e
@@ -194,12 +194,9 @@ class Builder:
                 current = generation == self._generation
                 try:
                     if error is None and current:
-                        if live.exists():
-                            os.rename(live, old)
-                        os.rename(new, live)
-                        shutil.rmtree(old, ignore_errors=True)
+                        swap_in_next_index(self.out)
                     else:
-                        shutil.rmtree(new, ignore_errors=True)
+                        shutil.rmtree(self.out / NEXT_INDEX_DIR, ignore_errors=True)
                 except OSError as e:  # the site folder moved or vanished under the server
                     error = e
             if self.stopping:
