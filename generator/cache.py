@@ -94,13 +94,13 @@ def code_version() -> str:
 
 
 def source_fingerprint(templates: Path) -> str:
-    """The content of the generator's code and the templates: any change re-renders everything."""
-    parts = [str(FORMAT)]
-    for root in (_GENERATOR, templates):
-        for p in _files(root):
-            if p.suffix in (".py", ".html", ".xml", ".js", ".css", ".svg", ".json", ".txt"):
-                parts.append(p.name)
-                parts.append(p.read_bytes())
+    """The content of the generator's code (code_version, read once per process) and of the
+    templates: any change re-renders everything."""
+    parts = [code_version()]
+    for p in _files(templates):
+        if p.suffix in (".py", ".html", ".xml", ".js", ".css", ".svg", ".json", ".txt"):
+            parts.append(p.name)
+            parts.append(p.read_bytes())
     return digest(*parts)
 
 

@@ -14,7 +14,6 @@ from .schema import STACK_NAMES
 __all__ = ["TEMPLATES", "Renderer"]
 
 
-
 class Renderer:
     def __init__(self, config: Config, templates: Path = TEMPLATES) -> None:
         self.env = Environment(
