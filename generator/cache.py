@@ -180,7 +180,7 @@ class BuildCache:
     pages: dict[str, str] = field(default_factory=dict)
     site: str = ""  # the output folder the page keys describe
     entries: int = 0  # entry pages of that site
-    memo: dict[str, Any] = field(default_factory=dict)  # derived indexes, see catalog.build_catalog
+    memo: dict[str, Any] = field(default_factory=dict)  # corpus-wide results by name, see catalog.Memo
     _dirty: set[int] = field(default_factory=set)  # parsed shards to write
     _fresh: dict[str, bytes] = field(default_factory=dict, repr=False)  # blobs parsed in this build
     _blobs: dict[int, dict[str, bytes]] = field(default_factory=dict, repr=False)  # blob shards read so far
