@@ -12,7 +12,7 @@ import heapq
 import pickle
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -77,6 +77,11 @@ class Catalog:
         `key`: the digest of what `compute` reads, by default the catalog's shape (every entry's
         slug, category, tags and links). An edit that leaves the key alone skips the work."""
         return self.memo.get(name, lambda: compute(self), key) if self.memo is not None else compute(self)
+
+    def derived_each(self, name: str, inputs: Mapping[str, Hashable], compute: Callable[[str], T]) -> list[T]:
+        """`[compute(k) for k in inputs]`, where `inputs` maps each k to what compute(k) reads;
+        with a memo, results whose inputs are unchanged since the previous build are reused."""
+        return self.memo.each(name, inputs, compute) if self.memo is not None else [compute(k) for k in inputs]
 
     def resolve_tag(self, spelling: str) -> str | None:
         return self.aliases.get(normalize_tag(spelling))
@@ -189,6 +194,18 @@ class Memo:
         value = compute()
         self.store[name] = (key, value)
         return value
+
+    def each(self, name: str, inputs: Mapping[str, Hashable], compute: Callable[[str], T]) -> list[T]:
+        """`compute(k)` for every k of `inputs` (k → what compute(k) reads), in order, reusing the
+        previous build's result for each k whose inputs are equal."""
+        known = self.store.get(name)
+        old = known if isinstance(known, dict) else {}
+        new: dict[str, tuple[Hashable, T]] = {}
+        for k, key in inputs.items():
+            hit = old.get(k)
+            new[k] = hit if hit is not None and hit[0] == key else (key, compute(k))
+        self.store[name] = new
+        return [value for _, value in new.values()]
 
 
 def _shape(records: dict[str, Record], categories: dict[str, Category]) -> str:

@@ -258,6 +258,38 @@ def test_the_fingerprint_file_is_the_matcher_spec_and_its_list_is_reused_until_a
     assert check() != first
 
 
+@pytest.mark.parametrize("change", [k for k in CHANGES if k.startswith(("entry", "new", "removed", "tag"))])
+def test_the_site_wide_json_files_are_assembled_from_reused_items_and_equal_one_dump(project, change: str) -> None:
+    """api/entries.json and the entries map of api/fingerprints.json are joined from per-entry
+    items kept between builds; after any entry or registry change they must still be the very
+    text of one safe_json dump, and an entry the change did not touch keeps its item object."""
+    from generator.catalog import build_catalog
+    from generator.diagnose import matcher_spec
+    from generator.pages import entries_index, entry_url, fingerprint_data, fingerprints_file, plan_pages
+    from generator.read import read_source
+    from generator.safejson import safe_json
+
+    store: dict = {}
+
+    def check():
+        catalog = build_catalog(read_source(project["entries"]), store=store)
+        plan_pages(catalog, CONFIG)
+        assert fingerprints_file(catalog) == safe_json(matcher_spec(fingerprint_data(catalog)))
+        assert entries_index(catalog) == safe_json({"entries": [
+            {"slug": r.slug, "category": r.category, "url": entry_url(r.slug), "title": r.head.title, "summary": r.head.summary,
+             "tags": list(r.tags), "data": f"api/entries/{r.slug}.json"} for r in catalog.records.values()]})
+        return {name: {slug: value for slug, (_, value) in store[name].items()} for name in ("entries.json items", "fingerprints.json entries")}
+
+    before = check()
+    CHANGES[change](project)
+    after = check()
+    for name in before:
+        kept = [slug for slug in after[name] if slug in before[name] and after[name][slug] is before[name][slug]]
+        assert kept, name  # some items were reused, not made again
+        changed = {slug for slug in after[name] if before[name].get(slug) != after[name][slug]}
+        assert all(after[name][slug] is not before[name].get(slug) for slug in changed)
+
+
 @pytest.mark.parametrize("damage", ["deleted", "cut short", "swapped"])
 def test_a_lost_or_altered_blob_shard_costs_a_parse_not_the_build(project, damage: str, monkeypatch) -> None:
     """Entry models sit in blob shards read only when a page needs them; a shard deleted, cut
