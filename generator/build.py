@@ -187,7 +187,7 @@ def _build(
     from .markdown import pygments_css
     from .pages import plan_pages
     from .read import read_source
-    from .render import Renderer, static_files
+    from .render import Renderer, TemplateCache, static_files
 
     source = read_source(entries)
     hashes = {path: digest(raw) for path, _category, _slug, raw in source.entries}  # each file hashed once
@@ -213,7 +213,7 @@ def _build(
         slug: f"{slug}={digest(rec.head.title, rec.head.summary, chr(0).join(rec.tags), dates.get(date_key(rec.category, slug), ''))}"
         for slug, rec in catalog.records.items()
     }
-    _RENDERER = Renderer(config, templates)
+    _RENDERER = Renderer(config, templates, TemplateCache(cache) if cache.folder is not None else None)
     # An incremental build updates the site in place, unless Pagefind runs now (it needs a whole
     # new tree); a build that leaves indexing to its caller also leaves the index folders alone.
     same_site = cache.site == str(out_abs)  # the page keys describe this output folder

@@ -1,6 +1,6 @@
 """The persistent build cache: what a rebuild can skip.
 
-Four kinds of file are kept under the cache folder (`.cache/` by default, `--cache-dir` to move it,
+Five kinds of file are kept under the cache folder (`.cache/` by default, `--cache-dir` to move it,
 `--no-cache` to ignore it):
 
 - `stamp`: the size and modification time of every input (entries, registries, templates,
@@ -15,6 +15,8 @@ Four kinds of file are kept under the cache folder (`.cache/` by default, `--cac
 - `memo.pickle`: results derived from the whole corpus that a build would otherwise recompute
   (similar entries, tag pairs, the fingerprint list of api/fingerprints.json), each stored with
   the digest of its inputs (see catalog.Memo).
+- `templates-*.bin`: the templates compiled to Python bytecode (render.TemplateCache); Jinja
+  checks each against its template's source and its own version.
 - `pages.json`: for every page of the last site, the key of its inputs. A page whose key is
   unchanged is not rendered: its previous file stays (an in-place update) or is hard-linked into
   the new site (a fresh tree).
@@ -273,6 +275,15 @@ class BuildCache:
             _write_signed(self._shard_path(s, "parsed"), self.key, data)
             self._blobs[s] = blobs
         self._dirty.clear()
+
+    def read_file(self, name: str) -> bytes | None:
+        """A file of this cache, or None (cache off, or the file missing, unsigned or altered)."""
+        return None if self.folder is None else _read_signed(self.folder / name, self.key)
+
+    def write_file(self, name: str, payload: bytes) -> None:
+        if self.folder is not None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            _write_signed(self.folder / name, self.key, payload)
 
     def _shard_path(self, shard: int, kind: str) -> Path:
         assert self.folder is not None

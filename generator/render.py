@@ -5,18 +5,38 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2 import BytecodeCache, Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2.bccache import Bucket
 
+from .cache import BuildCache
 from .config import TEMPLATES, Config
 from .pages import Page
 from .schema import STACK_NAMES
 
-__all__ = ["TEMPLATES", "Renderer"]
+__all__ = ["TEMPLATES", "Renderer", "TemplateCache"]
+
+
+class TemplateCache(BytecodeCache):
+    """Compiled templates kept in the build cache, so that a rebuild does not compile them again.
+    Loading bytecode runs it, so these files are signed like the rest of the cache; Jinja drops
+    one compiled from another source or by another Python."""
+
+    def __init__(self, cache: BuildCache) -> None:
+        self.cache = cache
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        data = self.cache.read_file(f"templates-{bucket.key}.bin")
+        if data is not None:
+            bucket.bytecode_from_string(data)
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        self.cache.write_file(f"templates-{bucket.key}.bin", bucket.bytecode_to_string())
 
 
 class Renderer:
-    def __init__(self, config: Config, templates: Path = TEMPLATES) -> None:
+    def __init__(self, config: Config, templates: Path = TEMPLATES, compiled: BytecodeCache | None = None) -> None:
         self.env = Environment(
+            bytecode_cache=compiled,
             loader=FileSystemLoader(str(templates)),
             autoescape=select_autoescape(["html", "xml"], default_for_string=True, default=True),
             undefined=StrictUndefined,

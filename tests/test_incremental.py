@@ -290,6 +290,34 @@ def test_the_site_wide_json_files_are_assembled_from_reused_items_and_equal_one_
         assert all(after[name][slug] is not before[name].get(slug) for slug in changed)
 
 
+def test_templates_are_compiled_once_and_kept_signed_in_the_cache(project, monkeypatch) -> None:
+    """A rebuild loads the compiled templates from the cache instead of compiling them; a compiled
+    file that is altered (loading bytecode runs it) is ignored and compiled again."""
+    import jinja2
+
+    incremental(project)
+    compiled = sorted(project["cache"].glob("templates-*.bin"))
+    assert len(compiled) >= 5
+    CHANGES["entry text"](project)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a template was compiled again")
+
+    with monkeypatch.context() as m:
+        m.setattr(jinja2.Environment, "compile", refuse)
+        assert incremental(project).rendered > 0
+    assert_same_as_cold(project)
+    altered = {}
+    for path in compiled:
+        data = bytearray(path.read_bytes())
+        data[-1] ^= 1
+        path.write_bytes(altered.setdefault(path, bytes(data)))
+    CHANGES["entry title (shown on linked pages)"](project)
+    incremental(project)
+    assert_same_as_cold(project)
+    assert any(path.read_bytes() != altered[path] for path in compiled)  # compiled again and stored signed
+
+
 @pytest.mark.parametrize("damage", ["deleted", "cut short", "swapped"])
 def test_a_lost_or_altered_blob_shard_costs_a_parse_not_the_build(project, damage: str, monkeypatch) -> None:
     """Entry models sit in blob shards read only when a page needs them; a shard deleted, cut
