@@ -22,7 +22,7 @@ from .config import TEMPLATES, Config
 from .gitdates import date_key, git_dates, git_head
 from .indexer import INDEX_DIRS
 from .parallel import run_parallel
-from .problems import BuildFailed, FailpediaError, Problem
+from .problems import BuildFailed, FailpediaError
 from .write import SiteWriter, write_file
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class BuildResult:
     out: Path
     pages: int  # HTML pages
     files: int  # every file in the site
-    warnings: tuple[Problem, ...]
+    warnings: int  # how many ('failpedia check' lists them)
     rendered: int = 0  # files rendered in this build
     reused: int = 0  # files kept from the previous site (their inputs did not change)
     unchanged: bool = False  # nothing changed: the site was left as it was
@@ -181,7 +181,7 @@ def _build(
     )
     if cache_dir is not None and stamp == cache.stamp and cache.site == str(out_abs) and out_abs.is_dir():
         pages = sum(1 for p in cache.pages if p.endswith(".html"))
-        return BuildResult(out_abs, pages, len(cache.pages), (), rendered=0, unchanged=True, entries=cache.entries)
+        return BuildResult(out_abs, pages, len(cache.pages), 0, rendered=0, unchanged=True, entries=cache.entries)
 
     from .catalog import build_catalog
     from .markdown import pygments_css
@@ -258,5 +258,5 @@ def _build(
     finally:
         writer.finish()
     html = sum(p.path.endswith(".html") for p in pages)
-    return BuildResult(writer.out, html, len(writer.written), catalog.warnings, rendered=rendered, reused=len(keys) - rendered,
+    return BuildResult(writer.out, html, len(writer.written), catalog.warning_count, rendered=rendered, reused=len(keys) - rendered,
                        entries=len(catalog.records))

@@ -107,7 +107,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"nothing changed since the last build; {out}/ is up to date")
         return 0
     if result.warnings:
-        n = len(result.warnings)
+        n = result.warnings
         print(f"{n} warning{'s' * (n != 1)} (not fatal; 'failpedia check' lists them)", file=sys.stderr)
     reused = f", {result.reused} reused" if cache_dir else ""
     print(f"built {result.pages} pages ({result.files} files, {result.rendered} rendered{reused}) into {out}/ — "

@@ -153,7 +153,7 @@ class Builder:
                 tree = _digest_tree(self.out, self._tree)
                 changed = sorted(p for p in tree.keys() | self._tree.keys() if tree.get(p, ("", ""))[1] != self._tree.get(p, ("", ""))[1])
                 self._tree = tree
-                state = BuildState(self.state.build + 1, True, (), tuple(changed), time.monotonic() - start, len(result.warnings))
+                state = BuildState(self.state.build + 1, True, (), tuple(changed), time.monotonic() - start, result.warnings)
                 self._entry_count = result.entries
                 if changed or not (self.out / INDEX_DIR / "pagefind.js").is_file():
                     self._generation += 1

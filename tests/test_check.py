@@ -244,3 +244,21 @@ def test_usage_error_exits_2(run_cli) -> None:
 def test_missing_entries_folder(run_cli, tmp_path: Path) -> None:
     code, out, err = run_cli("check", "--entries", str(tmp_path / "nope"))
     assert code == 1 and "entries folder not found" in err
+
+
+def test_a_link_that_is_not_returned_warns_at_its_line_and_build_counts_the_same_warnings(run_cli, tmp_path: Path) -> None:
+    """Warnings are positioned only when listed (a build prints their number): the line and
+    column must still be the link's, and both commands must agree on how many there are."""
+    files = sample_files()
+    files["distributed/nccl-hang.yaml"]["related"] = []
+    root = write_tree(tmp_path / "entries", files)
+    code, lines = check(run_cli, root)
+    assert code == 0
+    text = (root / "distributed/ddp-oom.yaml").read_text().splitlines()
+    line = next(i for i, t in enumerate(text, 1) if t.strip() == "- nccl-hang")
+    col = text[line - 1].index("nccl-hang") + 1
+    assert f"{root}/distributed/ddp-oom.yaml:{line}:{col}: warning: related link to 'nccl-hang' is not returned (add 'ddp-oom' to its related)" in lines
+    count = int(lines[-1].split(", ")[-1].split()[0])
+    assert count == sum(": warning: " in x for x in lines) >= 2
+    code, out, err = run_cli("build", "--entries", str(root), "--out", str(tmp_path / "site"), "--no-search", "--no-cache")
+    assert code == 0 and f"{count} warnings (not fatal" in err
