@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -28,7 +29,7 @@ from .write import SiteWriter, write_file
 if TYPE_CHECKING:
     from .catalog import Catalog, ParseResult
     from .pages import Page
-    from .read import Source
+    from .read import FileSig, Source
     from .render import Renderer
 
 # The stages (pydantic, jinja2, markdown-it, Pygments: ~0.4 s of imports) load only once a
@@ -62,16 +63,19 @@ def load_catalog(entries: Path) -> Catalog:
 def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: int | None) -> dict[str, ParseResult]:
     """Every entry file's parse result: from the cache when its bytes (hash) are known, else
     parsed (in parallel when there are many)."""
+    from .read import read_entry
+
     results: dict[str, ParseResult] = {}
     misses = []
-    for path, _category, _slug, raw in source.entries:
+    for path, category, slug, raw in source.entries:
         key = hashes[path]
         hit = cache.get(key)
         if hit is not None:
             head, blob = hit
-            results[path] = (replace(head, entry=partial(_blob, blob, raw, path)), [])  # read when a page needs it
+            again = raw if raw is not None else partial(read_entry, source, category, slug)
+            results[path] = (replace(head, entry=partial(_blob, blob, again, path, key)), [])  # read when a page needs it
         else:
-            misses.append((path, raw, key))
+            misses.append((path, raw if raw is not None else read_entry(source, category, slug), key))
     parsed = run_parallel(_parse_one, [(p, raw) for p, raw, _ in misses], jobs=jobs, min_items=64)
     for (path, _raw, key), result in zip(misses, parsed):
         results[path] = result
@@ -81,16 +85,37 @@ def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: 
     return results
 
 
-def _blob(cached: Callable[[], bytes], raw: bytes, path: str) -> bytes:
+def _blob(cached: Callable[[], bytes], raw: bytes | Callable[[], bytes], path: str, key: str) -> bytes:
     """An entry's pickled model from the cache, or (the cache file lost or altered since the
-    build started) from parsing the file again."""
+    build started) from parsing the file again: its bytes, or (a file the build did not read,
+    since it had not changed) the file read now."""
     try:
         return cached()
     except FailpediaError:
+        if callable(raw):
+            raw = raw()
+            if digest(raw) != key:
+                raise FailpediaError(f"{path} changed during the build; build again") from None
         parsed, _ = _parse_one((path, raw))
         if parsed is None or not isinstance(parsed.entry, bytes):  # its bytes passed before: cannot happen
             raise FailpediaError(f"{path}: the build cache disagrees with the file; build again with --no-cache") from None
         return parsed.entry
+
+
+SETTLED_NS = 2_000_000_000  # a file changed this shortly before the build read it may change again unseen
+
+
+def _file_records(source: Source, hashes: dict[str, str], cache: BuildCache, started: int) -> dict[str, tuple[FileSig, str]]:
+    """What the next build may skip reading: each entry file's signature and digest. A file read
+    within SETTLED_NS of its last change is left out (read again next time): a second write in
+    the same tick of the file system's clock, of the same size, would keep its signature."""
+    records = {}
+    for path, _category, _slug, raw in source.entries:
+        if raw is None:
+            records[path] = cache.files[path]
+        elif (sig := source.signatures.get(path)) is not None and max(sig[1], sig[2]) < started - SETTLED_NS:
+            records[path] = (sig, hashes[path])
+    return records
 
 
 def _parse_one(item: tuple[str, bytes]) -> ParseResult:
@@ -189,9 +214,12 @@ def _build(
     from .read import read_source
     from .render import Renderer, TemplateCache, static_files
 
-    source = read_source(entries)
-    hashes = {path: digest(raw) for path, _category, _slug, raw in source.entries}  # each file hashed once
     cache.load_parsed()
+    started = time.time_ns()
+    source = read_source(entries, known=cache.known_files())
+    hashes = {  # each file read is hashed once; one not read has the digest the cache knows it by
+        path: digest(raw) if raw is not None else cache.files[path][1] for path, _category, _slug, raw in source.entries
+    }
     parsed = _parse_all(source, hashes, cache, jobs)
     try:
         catalog = build_catalog(source, parsed, cache.memo if cache.folder is not None else None)
@@ -254,7 +282,7 @@ def _build(
     try:
         if cache.folder is not None:
             identities = {path: kept.get(path) or _identity(key, os.path.join(writer.out, path)) for path, key in keys.items()}
-            cache.save(stamp, identities, out_abs, set(hashes.values()), len(catalog.records))
+            cache.save(stamp, identities, out_abs, set(hashes.values()), len(catalog.records), _file_records(source, hashes, cache, started))
     finally:
         writer.finish()
     html = sum(p.path.endswith(".html") for p in pages)

@@ -1,9 +1,9 @@
 """The persistent build cache: what a rebuild can skip.
 
-Five kinds of file are kept under the cache folder (`.cache/` by default, `--cache-dir` to move it,
+Six kinds of file are kept under the cache folder (`.cache/` by default, `--cache-dir` to move it,
 `--no-cache` to ignore it):
 
-- `stamp`: the size and modification time of every input (entries, registries, templates,
+- `stamp`: the size, times and inode of every input (entries, registries, templates,
   generator sources, settings). When nothing moved and the site is still the one this cache
   wrote, a build is a no-op.
 - `parsed-NN.pickle` and `blobs-NN.pickle` (32 shards by digest): validated entries by the
@@ -12,11 +12,14 @@ Five kinds of file are kept under the cache folder (`.cache/` by default, `--cac
   `parsed` shard holds each entry's `Head` (what other pages need) and is loaded by every
   rebuild; its `blobs` shard holds the pickled models (nine tenths of the bytes), read only when
   a page of one of its entries renders. A rebuild rewrites only the shards whose entries changed.
-- `memo.pickle`: results derived from the whole corpus that a build would otherwise recompute
-  (similar entries, tag pairs, the fingerprint list of api/fingerprints.json), each stored with
-  the digest of its inputs (see catalog.Memo).
+- `memo-*.pickle`: results derived from the whole corpus that a build would otherwise recompute
+  (similar entries, tag pairs, the fingerprint list of api/fingerprints.json, the per-entry items
+  of the site-wide JSON files), each stored with the digest of its inputs (see catalog.Memo),
+  one file per result (MemoFiles).
 - `templates-*.bin`: the templates compiled to Python bytecode (render.TemplateCache); Jinja
   checks each against its template's source and its own version.
+- `files.pickle`: each entry file's size, times and inode when last read, with the digest of its
+  bytes: a file whose signature is unchanged is not read again (git's index works the same way).
 - `pages.json`: for every page of the last site, the key of its inputs. A page whose key is
   unchanged is not rendered: its previous file stays (an in-place update) or is hard-linked into
   the new site (a fresh tree).
@@ -36,8 +39,9 @@ import hmac
 import json
 import os
 import pickle
+import re
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
@@ -78,7 +82,8 @@ def _file_names(root: str) -> Iterable[str]:
 
 
 def input_stamp(paths: Iterable[Path], extra: str) -> str:
-    """Size and mtime of every file under `paths`, plus `extra` (settings, flags)."""
+    """Size, times and inode of every file under `paths`, plus `extra` (settings, flags). The
+    ctime too: a copy that keeps the size and restores the mtime (cp -p, rsync -t) changes it."""
     parts = [extra]
     for root in paths:
         for p in _file_names(str(root)):
@@ -86,7 +91,7 @@ def input_stamp(paths: Iterable[Path], extra: str) -> str:
                 st = os.stat(p)
             except OSError:
                 continue
-            parts.append(f"{p}\0{st.st_size}\0{st.st_mtime_ns}")
+            parts.append(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}")
     return digest(*parts)
 
 
@@ -179,6 +184,52 @@ def _unpickle(payload: bytes | None) -> Any:
         return None
 
 
+class MemoFiles(MutableMapping[str, Any]):
+    """catalog.Memo's store: one signed file per name (`memo-<name>.pickle`), read when a build
+    first asks for that name and written only when it was set. At 10,000 entries the memo holds
+    30 MB; a one-entry rebuild changes a few of its items, not the 20 MB fingerprint list."""
+
+    def __init__(self, folder: Path, key: bytes) -> None:
+        self.folder, self.key = folder, key
+        self._values: dict[str, Any] = {}
+        self._missing: set[str] = set()
+        self._dirty: set[str] = set()
+
+    def _path(self, name: str) -> Path:
+        return self.folder / f"memo-{re.sub(r'[^a-z0-9]+', '-', name.lower())}-{hashlib.sha256(name.encode()).hexdigest()[:8]}.pickle"
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._values:
+            if name in self._missing:
+                raise KeyError(name)
+            data = _unpickle(_read_signed(self._path(name), self.key))
+            if not (isinstance(data, dict) and data.get("format") == code_version() and data.get("name") == name):
+                self._missing.add(name)
+                raise KeyError(name)
+            self._values[name] = data["value"]
+        return self._values[name]
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self._values[name] = value
+        self._missing.discard(name)
+        self._dirty.add(name)
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("memo entries are replaced, not deleted")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def save(self) -> None:
+        for name in sorted(self._dirty):
+            data = {"format": code_version(), "name": name, "value": self._values[name]}
+            _write_signed(self._path(name), self.key, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
+        self._dirty.clear()
+
+
 @dataclass
 class BuildCache:
     folder: Path | None  # None: disabled
@@ -188,11 +239,11 @@ class BuildCache:
     pages: dict[str, str] = field(default_factory=dict)
     site: str = ""  # the output folder the page keys describe
     entries: int = 0  # entry pages of that site
-    memo: dict[str, Any] = field(default_factory=dict)  # corpus-wide results by name, see catalog.Memo
+    memo: MutableMapping[str, Any] = field(default_factory=dict)  # corpus-wide results by name, see catalog.Memo
+    files: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)  # entry file → (read.FileSig, digest)
     _dirty: set[int] = field(default_factory=set)  # parsed shards to write
     _fresh: dict[str, bytes] = field(default_factory=dict, repr=False)  # blobs parsed in this build
     _blobs: dict[int, dict[str, bytes]] = field(default_factory=dict, repr=False)  # blob shards read so far
-    _memo_bytes: bytes = b""  # memo.pickle as loaded: written again only when it changed
 
     @classmethod
     def open(cls, folder: Path | None) -> "BuildCache":
@@ -214,11 +265,10 @@ class BuildCache:
         entries' pickles stay on disk until `blob` asks for one."""
         if self.folder is None or self.parsed:
             return
-        payload = _read_signed(self.folder / "memo.pickle", self.key)
-        memo = _unpickle(payload)
-        if isinstance(memo, dict) and memo.get("format") == code_version():
-            self.memo = memo
-            self._memo_bytes = payload or b""
+        files = _unpickle(_read_signed(self.folder / "files.pickle", self.key))
+        if isinstance(files, dict) and files.get("format") == FORMAT and isinstance(files.get("files"), dict):
+            self.files = files["files"]
+        self.memo = MemoFiles(self.folder, self.key)
         for shard in range(SHARDS):
             data = _unpickle(_read_signed(self._shard_path(shard, "parsed"), self.key))
             if (
@@ -228,6 +278,11 @@ class BuildCache:
                 self.parsed.update(data["entries"])
             else:
                 self._dirty.add(shard)  # missing or stale: written again on save
+
+    def known_files(self) -> dict[str, tuple[int, ...]]:
+        """Entry file → its signature when last read, for the files whose parse is cached: one
+        still the same need not be read (read_source)."""
+        return {path: sig for path, (sig, key) in self.files.items() if key in self.parsed}
 
     def get(self, key: str) -> tuple[Any, Callable[[], bytes]] | None:
         """The cached head part of an entry's parse result, and a callable that reads its blob."""
@@ -295,15 +350,17 @@ class BuildCache:
         assert self.folder is not None
         return self.folder / f"{kind}-{shard:02d}.pickle"
 
-    def save(self, stamp: str, pages: dict[str, str], site: Path, keep: set[str], entries: int) -> None:
-        """Write the new state; `keep` are the digests of the entries still present."""
+    def save(self, stamp: str, pages: dict[str, str], site: Path, keep: set[str], entries: int,
+             files: dict[str, tuple[tuple[int, ...], str]] | None = None) -> None:
+        """Write the new state; `keep` are the digests of the entries still present, `files` the
+        entry files a next build may skip reading (see `known_files`)."""
         if self.folder is None:
             return
         self.save_parsed(keep)
-        self.memo["format"] = code_version()
-        memo = pickle.dumps(self.memo, protocol=pickle.HIGHEST_PROTOCOL)
-        if memo != self._memo_bytes:
-            _write_signed(self.folder / "memo.pickle", self.key, memo)
-            self._memo_bytes = memo
+        if files is not None and files != self.files:
+            _write_signed(self.folder / "files.pickle", self.key, pickle.dumps({"format": FORMAT, "files": files}, protocol=pickle.HIGHEST_PROTOCOL))
+            self.files = files
+        if isinstance(self.memo, MemoFiles):
+            self.memo.save()
         meta = {"format": FORMAT, "stamp": stamp, "site": str(site), "pages": pages, "entries": entries}
         _write_signed(self.folder / "pages.json", self.key, json.dumps(meta, sort_keys=True).encode("utf-8"))

@@ -7,7 +7,8 @@ Layout mistakes (bad names, stray files, symlinks leaving the folder) become Pro
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -15,8 +16,9 @@ from .load import MAX_BYTES, shown
 from .problems import FailpediaError, Problem
 from .schema import SLUG_RE
 
-__all__ = ["Source", "read_source"]
+__all__ = ["FileSig", "Source", "file_sig", "read_entry", "read_source"]
 
+FileSig = tuple[int, int, int, int]  # size, mtime and ctime in ns, inode: what a rewrite changes
 REGISTRIES = ("tags.yaml", "categories.yaml")
 MAX_FILES = 200_000  # entry files; twice the largest corpus benchmarked (100,000)
 
@@ -29,8 +31,15 @@ class Source:
     display_root: str
     tags: tuple[str, bytes] | None
     categories: tuple[str, bytes] | None
-    entries: tuple[tuple[str, str, str, bytes], ...]  # (display path, category, slug, bytes)
+    # (display path, category, slug, bytes); the bytes are None for a file `read_source` was told
+    # it knows and that has not changed since (same size, times and inode), so was not read
+    entries: tuple[tuple[str, str, str, bytes | None], ...]
     problems: tuple[Problem, ...]
+    signatures: dict[str, FileSig] = field(default_factory=dict)  # display path → the file's FileSig when read
+
+
+def file_sig(st: os.stat_result) -> FileSig:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def _display(root: Path, display_root: str, *parts: str) -> str:
@@ -53,25 +62,39 @@ def _read(path: Path, display: str, root_real: Path, problems: list[Problem]) ->
     return _read_plain(real, display, problems)
 
 
-def _read_plain(path: str | Path, display: str, problems: list[Problem]) -> bytes | None:
+def _read_plain(path: str | Path, display: str, problems: list[Problem], sigs: dict[str, FileSig] | None = None) -> bytes | None:
     try:
         with open(path, "rb") as f:
-            return _read_capped(f)
+            st = os.fstat(f.fileno())
+            if sigs is not None:
+                sigs[display] = file_sig(st)
+            return _read_capped(f, st.st_size)
     except OSError as e:
         problems.append(Problem(display, 0, 0, f"cannot read: {e.strerror}"))
         return None
 
 
-def _read_capped(f: BinaryIO) -> bytes:
+def _read_capped(f: BinaryIO, size: int) -> bytes:
     """The file's bytes, at most MAX_BYTES + 1 (enough to tell that it is too big). Not
     `f.read(MAX_BYTES + 1)`: that allocates 1 MiB per file and shrinks it in place, each one left
     as its own memory mapping; 65,530 files (the kernel's map limit) later, nothing can map."""
-    size = os.fstat(f.fileno()).st_size
     return f.read(MAX_BYTES + 1) if size > MAX_BYTES else f.read()
 
 
-def read_source(root: Path, display_root: str | None = None) -> Source:
-    """Read the whole entries folder. Raises FailpediaError when the folder itself is missing."""
+def read_entry(source: Source, category: str, slug: str) -> bytes:
+    """An entry file `read_source` did not read (see Source.entries), read now."""
+    try:
+        with open(source.root / category / f"{slug}.yaml", "rb") as f:
+            return _read_capped(f, os.fstat(f.fileno()).st_size)
+    except OSError as e:
+        raise FailpediaError(f"{_display(source.root, source.display_root, category, slug + '.yaml')}: cannot read: {e.strerror}") from None
+
+
+def read_source(root: Path, display_root: str | None = None, known: Mapping[str, FileSig] | None = None) -> Source:
+    """Read the whole entries folder. Raises FailpediaError when the folder itself is missing.
+
+    `known`: display path → the FileSig of an entry file whose content the caller already has
+    (the build cache); such a file still unchanged is checked for its place and name but not read."""
     if not root.is_dir():
         raise FailpediaError(f"{root}: entries folder not found; pass --entries DIR")
     display_root = str(root) if display_root is None else display_root
@@ -87,7 +110,8 @@ def read_source(root: Path, display_root: str | None = None) -> Source:
         data = _read(root / name, display, root_real, problems)
         registries[name] = (display, data) if data is not None else None
 
-    entries: list[tuple[str, str, str, bytes]] = []
+    entries: list[tuple[str, str, str, bytes | None]] = []
+    sigs: dict[str, FileSig] = {}
     count = 0
     for child in sorted(os.scandir(root), key=lambda d: d.name):
         display = _display(root, display_root, child.name)
@@ -126,7 +150,10 @@ def read_source(root: Path, display_root: str | None = None) -> Source:
                 )
                 continue
             if f.is_file(follow_symlinks=False):  # a plain file in a real folder: nothing to resolve
-                data = _read_plain(f.path, fdisplay, problems)
+                if known and (sig := known.get(fdisplay)) is not None and _unchanged(f.path, sig):
+                    entries.append((fdisplay, child.name, stem, None))
+                    continue
+                data = _read_plain(f.path, fdisplay, problems, sigs)
             else:  # a symlink: it must stay inside the entries folder
                 data = _read(Path(f.path), fdisplay, root_real, problems)
             if data is not None:
@@ -138,4 +165,12 @@ def read_source(root: Path, display_root: str | None = None) -> Source:
         categories=registries["categories.yaml"],
         entries=tuple(entries),
         problems=tuple(problems),
+        signatures=sigs,
     )
+
+
+def _unchanged(path: str, sig: FileSig) -> bool:
+    try:
+        return file_sig(os.stat(path, follow_symlinks=False)) == sig
+    except OSError:
+        return False

@@ -3,6 +3,7 @@ equals a cold build byte for byte, and a no-op rebuild touches nothing."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -288,6 +289,93 @@ def test_the_site_wide_json_files_are_assembled_from_reused_items_and_equal_one_
         assert kept, name  # some items were reused, not made again
         changed = {slug for slug in after[name] if before[name].get(slug) != after[name][slug]}
         assert all(after[name][slug] is not before[name].get(slug) for slug in changed)
+
+
+def _entry_reads(monkeypatch) -> list[str]:
+    """The entry files the next builds read (registries left out)."""
+    import generator.read as read
+
+    reads: list[str] = []
+    original = read._read_plain
+
+    def spy(path, display, problems, sigs=None):
+        if not display.endswith(read.REGISTRIES):
+            reads.append(display.rsplit("/", 2)[-2] + "/" + display.rsplit("/", 1)[-1])
+        return original(path, display, problems, sigs)
+
+    monkeypatch.setattr(read, "_read_plain", spy)
+    return reads
+
+
+def test_an_entry_file_whose_signature_is_unchanged_is_not_read_again(project, monkeypatch) -> None:
+    """Like git's index: size, mtime, ctime and inode unchanged → the cached digest stands. An
+    edit that keeps the size and puts the mtime back (cp -p, rsync -t) still changes the ctime."""
+    import generator.build as b
+
+    monkeypatch.setattr(b, "SETTLED_NS", 0)  # the files were written just now
+    reads = _entry_reads(monkeypatch)
+    incremental(project)
+    assert sorted(reads) == ["distributed/ddp-oom.yaml", "distributed/nccl-hang.yaml", "memory/gpu-oom.yaml"]
+    reads.clear()
+    CHANGES["entry text"](project)
+    incremental(project)
+    assert reads == ["memory/gpu-oom.yaml"]
+    assert_same_as_cold(project)
+
+    path = project["entries"] / "distributed/nccl-hang.yaml"
+    st = path.stat()
+    text = path.read_text()
+    swapped = text.replace("NCCL hang", "NCCL HANG", 1)
+    assert swapped != text and len(swapped) == len(text)
+    path.write_text(swapped)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    reads.clear()
+    incremental(project)
+    assert reads == ["distributed/nccl-hang.yaml"]
+    assert_same_as_cold(project)
+    assert "NCCL HANG" in (project["site"] / "nccl-hang/index.html").read_text()
+
+
+def test_a_file_changed_just_before_it_was_read_is_read_again_next_time(project, monkeypatch) -> None:
+    """A second write within the same tick of the file system's clock could keep a file's whole
+    signature; a file changed less than SETTLED_NS before a build read it is not trusted later."""
+    reads = _entry_reads(monkeypatch)
+    incremental(project)  # every file was written a moment ago
+    reads.clear()
+    CHANGES["template"](project)  # a build that has work, with no entry changed
+    incremental(project)
+    assert len(reads) == 3
+
+
+def test_memo_files_are_written_when_their_result_changes_and_ignored_when_altered(project) -> None:
+    """Each corpus-wide result has its own signed file: a body edit rewrites none of them, a
+    summary edit only the per-entry items, and an altered file is recomputed, not trusted."""
+    incremental(project)
+    files = {p.name: p for p in project["cache"].glob("memo-*.pickle")}
+    assert len(files) == 5
+
+    def stamps() -> dict[str, int]:
+        return {name: p.stat().st_mtime_ns for name, p in files.items()}
+
+    before = stamps()
+    edit_entry(project, "memory/gpu-oom.yaml", mechanism="A new explanation of the mechanism, long enough to pass.")
+    incremental(project)
+    assert stamps() == before
+    CHANGES["entry text"](project)
+    incremental(project)
+    rewritten = {name for name, ns in stamps().items() if ns != before[name]}
+    from generator.cache import MemoFiles
+
+    names = MemoFiles(project["cache"], b"")
+    assert rewritten == {names._path("entries.json items").name, names._path("fingerprints.json entries").name}
+    for p in files.values():
+        data = bytearray(p.read_bytes())
+        data[40] ^= 1
+        p.write_bytes(bytes(data))
+    CHANGES["entry title (shown on linked pages)"](project)
+    incremental(project)
+    assert_same_as_cold(project)
 
 
 def test_templates_are_compiled_once_and_kept_signed_in_the_cache(project, monkeypatch) -> None:
