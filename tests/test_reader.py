@@ -328,8 +328,9 @@ def test_nu_html_checker_reports_no_errors_on_any_page(real_site: Path, tmp_path
 
 
 def test_markdown_shortcuts_render_exactly_like_markdown_it() -> None:
-    """`inline` skips the parser for text without markup and `block` for one-line prose; both must
-    give markdown-it's own output, on every entry's text and on strings made to break them."""
+    """`inline` skips the parser for text without markup or with only code spans, and `block` for
+    one-line prose; both must give markdown-it's own output, on every entry's text and on strings
+    made to break them."""
     import random
 
     from generator import markdown as md
@@ -342,7 +343,8 @@ def test_markdown_shortcuts_render_exactly_like_markdown_it() -> None:
         texts.update([e.mechanism, e.summary, e.fix.summary, *e.fix.steps, *(f.a for f in e.faq), *e.observe, *e.confirm,
                       *(s.why for s in e.symptoms), *(s.signal for s in e.symptoms)])
     pieces = [*"abXZ09 `*_[]()<>&!~#>-+=.|\\\"'\t:/", "\n", "\n\n", "```", "1. ", "- ", "# ", "    ", "[a](b)", "[a]: b",
-              "**", "&amp;", "<b>", "\u00a0", "\u3000", "é", "---", "===", "| a | b |", "  \n", "\\\n", "http://x.y"]
+              "**", "&amp;", "<b>", "\u00a0", "\u3000", "é", "---", "===", "| a | b |", "  \n", "\\\n", "http://x.y",
+              "`", "`", "``", " `", "` ", "`a`", "` a `", "`  `", "`<`", "`&`", "<http://a`", "`b>", "`*x*`", "`\\`"]
     rnd = random.Random(20261130)
     texts.update("".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 14))) for _ in range(20000))
     for text in texts:
