@@ -344,7 +344,8 @@ def test_markdown_shortcuts_render_exactly_like_markdown_it() -> None:
                       *(s.why for s in e.symptoms), *(s.signal for s in e.symptoms)])
     pieces = [*"abXZ09 `*_[]()<>&!~#>-+=.|\\\"'\t:/", "\n", "\n\n", "```", "1. ", "- ", "# ", "    ", "[a](b)", "[a]: b",
               "**", "&amp;", "<b>", "\u00a0", "\u3000", "é", "---", "===", "| a | b |", "  \n", "\\\n", "http://x.y",
-              "`", "`", "``", " `", "` ", "`a`", "` a `", "`  `", "`<`", "`&`", "<http://a`", "`b>", "`*x*`", "`\\`"]
+              "`", "`", "``", " `", "` ", "`a`", "` a `", "`  `", "`<`", "`&`", "<http://a`", "`b>", "`*x*`", "`\\`",
+              "a_b", "_", "__", "x_", "_y", "1_2", "é_", "_é", "a__b_c"]
     rnd = random.Random(20261130)
     texts.update("".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 14))) for _ in range(20000))
     for text in texts:
