@@ -210,10 +210,15 @@ class Memo:
         known = self.store.get(name)
         old = known if isinstance(known, dict) else {}
         new: dict[str, tuple[Hashable, T]] = {}
+        made = 0
         for k, key in inputs.items():
             hit = old.get(k)
-            new[k] = hit if hit is not None and hit[0] == key else (key, compute(k))
-        self.store[name] = new
+            if hit is None or hit[0] != key:
+                hit = (key, compute(k))
+                made += 1
+            new[k] = hit
+        if made or len(new) != len(old):  # the store writes what is set
+            self.store[name] = new
         return [value for _, value in new.values()]
 
 
