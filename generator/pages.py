@@ -209,6 +209,16 @@ def _fingerprint_list_json(catalog: Catalog) -> str:
     return catalog.derived("fingerprints.json", lambda c: _json(matcher_spec({"fingerprints": _fingerprint_list(c)})["fingerprints"]), key)
 
 
+def _search_files_key(catalog: Catalog) -> str:
+    """Everything searchindex.search_files reads: the fingerprints, the tags with their counts and
+    spellings, and the categories with theirs."""
+    return hashlib.sha256(repr((
+        [(slug, rec.head.fingerprints_key) for slug, rec in catalog.records.items()],
+        [(t, len(catalog.by_tag[t])) for t in catalog.tags], sorted(catalog.aliases.items()),
+        [(c.name, c.title, len(catalog.by_category[c.name])) for c in catalog.categories.values()],
+    )).encode()).hexdigest()
+
+
 def _fingerprint_list(catalog: Catalog) -> list[dict[str, Any]]:
     out = []
     for slug, rec in catalog.records.items():
@@ -390,7 +400,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         _index_items(catalog)
     matcher_key = "\0".join(f"{slug}={rec.head.matcher_key}" for slug, rec in catalog.records.items())
     pages.append(Page("api/fingerprints.json", body=partial(fingerprints_file, catalog), extra=matcher_key))
-    pages.extend(Page(path, body=body, entries=all_slugs) for path, body in search_files(catalog))
+    pages.extend(Page(path, body=body, entries=all_slugs) for path, body in catalog.derived("search files", search_files, _search_files_key(catalog)))
     pages.append(Page("schema/entry.json", body=json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"))
     return pages
 

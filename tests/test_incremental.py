@@ -49,6 +49,8 @@ CHANGES = {
     "entry title (shown on linked pages)": lambda p: edit_entry(p, "distributed/nccl-hang.yaml", title="NCCL hang, renamed"),
     "entry tags": lambda p: edit_entry(p, "memory/gpu-oom.yaml", tags=["oom", "nccl"]),
     "entry links (similar entries change)": lambda p: edit_entry(p, "memory/gpu-oom.yaml", related=[], often_causes=[]),
+    "entry fingerprints (search shards change)": lambda p: edit_entry(p, "distributed/ddp-oom.yaml", fingerprints=[
+        {"pattern": r"Reducer bucket \d+ stalled", "strength": "definitive", "examples": ["Reducer bucket 7 stalled"]}]),
     "new entry": lambda p: write_tree(p["entries"], {"memory/host-oom.yaml": valid_entry(title="Host OOM", related=["gpu-oom"])}),
     "removed entry": lambda p: (p["entries"] / "distributed/nccl-hang.yaml").unlink()
     or edit_entry(p, "memory/gpu-oom.yaml", often_causes=[])
@@ -353,7 +355,7 @@ def test_memo_files_are_written_when_their_result_changes_and_ignored_when_alter
     summary edit only the per-entry items, and an altered file is recomputed, not trusted."""
     incremental(project)
     files = {p.name: p for p in project["cache"].glob("memo-*.pickle")}
-    assert len(files) == 5
+    assert len(files) == 6
 
     def stamps() -> dict[str, int]:
         return {name: p.stat().st_mtime_ns for name, p in files.items()}
