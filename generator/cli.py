@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -205,7 +206,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # e.g. `failpedia check | head`: the reader left; stop quietly
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+
+
+def run() -> None:
+    """The `failpedia` command: main(), then exit without tearing the interpreter down. Freeing a
+    large build's objects one by one, after every file is written and closed, took 0.35 s at
+    10,000 entries: a tenth of a one-entry rebuild."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # the reader left, or the stream is closed
+            pass
+    os._exit(code)

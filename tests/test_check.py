@@ -262,3 +262,20 @@ def test_a_link_that_is_not_returned_warns_at_its_line_and_build_counts_the_same
     assert count == sum(": warning: " in x for x in lines) >= 2
     code, out, err = run_cli("build", "--entries", str(root), "--out", str(tmp_path / "site"), "--no-search", "--no-cache")
     assert code == 0 and f"{count} warnings (not fatal" in err
+
+
+@pytest.mark.parametrize("command", [["-m", "generator"], ["failpedia"]])
+def test_the_command_exits_with_mains_code_and_delivers_all_its_output(sample: Path, tmp_path: Path, command: list[str]) -> None:
+    """`failpedia` leaves without tearing the interpreter down (os._exit): its exit code and every
+    line it printed into a pipe must still arrive."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, *command] if command[0] == "-m" else [str(Path(sys.executable).parent / command[0])]
+    ok = subprocess.run([*argv, "check", "--entries", str(sample)], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.splitlines()[-1] == "3 entries, 0 errors, 2 warnings", ok
+    assert len(ok.stdout.splitlines()) == 3
+    bad = subprocess.run([*argv, "check", "--entries", str(tmp_path / "missing")], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "entries folder not found" in bad.stderr
+    usage = subprocess.run([*argv, "build", "--jobs", "many"], capture_output=True, text=True, timeout=120)
+    assert usage.returncode == 2 and "invalid int value" in usage.stderr
