@@ -154,7 +154,7 @@ def _unchanged(recorded: str | None, key: str, previous: str) -> bool:
 def _render_to(item: tuple[Page, str]) -> None:
     """Render one page straight into its place in the new site (runs in a worker)."""
     page, target = item
-    write_file(target, _RENDERER.render(page).encode("utf-8"), page.path)
+    write_file(target, _RENDERER.render_bytes(page), page.path)
 
 
 _RENDERER: Renderer  # set before the workers fork, so they inherit it

@@ -37,7 +37,7 @@ class Page:
     path: str  # e.g. "tags/ddp/index.html"
     template: str | None = None  # jinja template, or None for `body`
     context: dict[str, Any] = field(default_factory=dict)
-    body: str | Callable[[], str] | None = None  # a callable body is built when the page is written
+    body: str | Callable[[], str | bytes] | None = None  # a callable body is built when the page is written
     entries: tuple[str, ...] = ()  # slugs whose content appears on this page
     cards: tuple[str, ...] = ()  # slugs shown only as cards (title, summary, tags, date)
     in_sitemap: bool = False
@@ -169,19 +169,19 @@ def entry_json(rec: Record) -> str:
     return _json(entry_data(rec))
 
 
-def entries_index(catalog: Catalog) -> str:
+def entries_index(catalog: Catalog) -> bytes:
     """/api/entries.json: every entry's slug, category, title, summary and tags, and where its full
     data is (one file per entry, so a site of thousands of entries has no 100 MB download)."""
-    return '{"entries":[' + ",".join(_index_items(catalog)) + "]}\n"  # = _json({"entries": [every item]})
+    return b'{"entries":[' + b",".join(_index_items(catalog)) + b"]}\n"  # = _json({"entries": [every item]}), in UTF-8
 
 
-def _index_items(catalog: Catalog) -> list[str]:
+def _index_items(catalog: Catalog) -> list[bytes]:
     """Each entry's item of api/entries.json as JSON, kept from the previous build while its
     card is unchanged: assembling 10,000 items is a join, not 8 MB of JSON made again."""
-    def item(slug: str) -> str:
+    def item(slug: str) -> bytes:
         r = catalog.records[slug]
         return _json({"slug": r.slug, "category": r.category, "url": entry_url(r.slug), "title": r.head.title, "summary": r.head.summary,
-                      "tags": list(r.tags), "data": f"api/entries/{r.slug}.json"})[:-1]
+                      "tags": list(r.tags), "data": f"api/entries/{r.slug}.json"})[:-1].encode("utf-8")
 
     inputs = {slug: (rec.category, rec.tags, rec.head.matcher_key) for slug, rec in catalog.records.items()}  # the key covers title and summary
     return catalog.derived_each("entries.json items", inputs, item)
@@ -192,21 +192,22 @@ def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
     return {"version": 1, "flags": "", "fingerprints": _fingerprint_list(catalog), "entries": _matcher_entries(catalog)}
 
 
-def fingerprints_file(catalog: Catalog) -> str:
-    """api/fingerprints.json, the same text as `safe_json(matcher_spec(fingerprint_data(catalog)))`.
-    The fingerprint list (20 MB of JSON at 10,000 entries) is serialized again only when some
-    entry's fingerprints changed; a new title or summary re-serializes only the entries map."""
-    fps = _fingerprint_list_json(catalog)
+def fingerprints_file(catalog: Catalog) -> bytes:
+    """api/fingerprints.json: `safe_json(matcher_spec(fingerprint_data(catalog)))` in UTF-8. The
+    fingerprint list (12 MB of JSON at 10,000 entries) is serialized again only when some entry's
+    fingerprints changed, and the entries map only for the entries whose matcher fields changed;
+    the parts are joined as bytes (as text, one non-ASCII summary widened the whole file)."""
     spec = matcher_spec({"version": 1, "flags": "", "fingerprints": [], "entries": {}})
-    parts = {name: _json(value) for name, value in spec.items()}
-    parts["fingerprints"] = fps
-    parts["entries"] = "{" + ",".join(_matcher_items(catalog)) + "}\n"  # = _json(_matcher_entries(catalog))
-    return "{" + ",".join(f"{_json(name)[:-1]}:{text[:-1]}" for name, text in sorted(parts.items())) + "}\n"
+    parts = {name: _json(value)[:-1].encode("utf-8") for name, value in spec.items()}
+    parts["fingerprints"] = _fingerprint_list_json(catalog)
+    parts["entries"] = b"{" + b",".join(_matcher_items(catalog)) + b"}"  # = _json(_matcher_entries(catalog))
+    return b"{" + b",".join(_json(name)[:-1].encode("utf-8") + b":" + text for name, text in sorted(parts.items())) + b"}\n"
 
 
-def _fingerprint_list_json(catalog: Catalog) -> str:
+def _fingerprint_list_json(catalog: Catalog) -> bytes:
     key = hashlib.sha256("\0".join(f"{slug}={rec.head.fingerprints_key}" for slug, rec in catalog.records.items()).encode()).hexdigest()
-    return catalog.derived("fingerprints.json", lambda c: _json(matcher_spec({"fingerprints": _fingerprint_list(c)})["fingerprints"]), key)
+    return catalog.derived(
+        "fingerprints.json", lambda c: _json(matcher_spec({"fingerprints": _fingerprint_list(c)})["fingerprints"])[:-1].encode("utf-8"), key)
 
 
 def _search_files_key(catalog: Catalog) -> str:
@@ -249,12 +250,12 @@ def _matcher_entry(rec: Record) -> dict[str, Any]:
     return {"title": head.title, "url": entry_url(rec.slug), "summary": head.summary, "fix": head.fix_summary, "often_causes": list(head.often_causes)}
 
 
-def _matcher_items(catalog: Catalog) -> list[str]:
+def _matcher_items(catalog: Catalog) -> list[bytes]:
     """The `"slug":{...}` members of the fingerprint file's entries map (records are sorted by
     slug, as sort_keys orders them), each kept from the previous build while its head's matcher
     fields are unchanged."""
-    def item(slug: str) -> str:
-        return f"{_json(slug)[:-1]}:{_json(_matcher_entry(catalog.records[slug]))[:-1]}"
+    def item(slug: str) -> bytes:
+        return f"{_json(slug)[:-1]}:{_json(_matcher_entry(catalog.records[slug]))[:-1]}".encode("utf-8")
 
     return catalog.derived_each("fingerprints.json entries", {slug: rec.head.matcher_key for slug, rec in catalog.records.items()}, item)
 

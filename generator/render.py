@@ -47,9 +47,15 @@ class Renderer:
         self.env.globals.update(site=config, stack_names={k.value: v for k, v in STACK_NAMES.items()})
 
     def render(self, page: Page) -> str:
+        out = self.render_bytes(page)
+        return out.decode("utf-8")
+
+    def render_bytes(self, page: Page) -> bytes:
+        """The page's file contents (the site-wide JSON files are assembled as UTF-8 already)."""
         if page.template is None:
-            return page.body() if callable(page.body) else page.body or ""
-        return self.env.get_template(page.template).render(page.full_context())
+            body = page.body() if callable(page.body) else page.body or ""
+            return body if isinstance(body, bytes) else body.encode("utf-8")
+        return self.env.get_template(page.template).render(page.full_context()).encode("utf-8")
 
 
 @lru_cache(maxsize=None)

@@ -245,7 +245,7 @@ def test_the_fingerprint_file_is_the_matcher_spec_and_its_list_is_reused_until_a
     def check() -> str:
         catalog = build_catalog(read_source(project["entries"]), store=store)
         text = fingerprints_file(catalog)
-        assert text == safe_json(matcher_spec(fingerprint_data(catalog)))
+        assert text == safe_json(matcher_spec(fingerprint_data(catalog))).encode("utf-8")
         return store["fingerprints.json"][0]
 
     from generator.pages import plan_pages
@@ -277,8 +277,8 @@ def test_the_site_wide_json_files_are_assembled_from_reused_items_and_equal_one_
     def check():
         catalog = build_catalog(read_source(project["entries"]), store=store)
         plan_pages(catalog, CONFIG)
-        assert fingerprints_file(catalog) == safe_json(matcher_spec(fingerprint_data(catalog)))
-        assert entries_index(catalog) == safe_json({"entries": [
+        assert fingerprints_file(catalog) == safe_json(matcher_spec(fingerprint_data(catalog))).encode("utf-8")
+        assert entries_index(catalog).decode("utf-8") == safe_json({"entries": [
             {"slug": r.slug, "category": r.category, "url": entry_url(r.slug), "title": r.head.title, "summary": r.head.summary,
              "tags": list(r.tags), "data": f"api/entries/{r.slug}.json"} for r in catalog.records.values()]})
         return {name: {slug: value for slug, (_, value) in store[name].items()} for name in ("entries.json items", "fingerprints.json entries")}
