@@ -266,7 +266,7 @@ class BuildCache:
         entries' pickles stay on disk until `blob` asks for one."""
         if self.folder is None or self.parsed:
             return
-        files = _unpickle(_read_signed(self.folder / "files.pickle", self.key))
+        files = _unpickle(self.read_file("files.pickle"))
         if isinstance(files, dict) and files.get("format") == FORMAT and isinstance(files.get("files"), dict):
             self.files = files["files"]
         self.memo = MemoFiles(self.folder, self.key)
@@ -359,7 +359,7 @@ class BuildCache:
             return
         self.save_parsed(keep)
         if files is not None and files != self.files:
-            _write_signed(self.folder / "files.pickle", self.key, pickle.dumps({"format": FORMAT, "files": files}, protocol=pickle.HIGHEST_PROTOCOL))
+            self.write_file("files.pickle", pickle.dumps({"format": FORMAT, "files": files}, protocol=pickle.HIGHEST_PROTOCOL))
             self.files = files
         if isinstance(self.memo, MemoFiles):
             self.memo.save()

@@ -204,17 +204,22 @@ def fingerprints_file(catalog: Catalog) -> bytes:
     return b"{" + b",".join(_json(name)[:-1].encode("utf-8") + b":" + text for name, text in sorted(parts.items())) + b"}\n"
 
 
+def _fingerprints_digest(catalog: Catalog) -> str:
+    """The digest of every entry's fingerprints (which entry has which)."""
+    return hashlib.sha256("\0".join(f"{slug}={rec.head.fingerprints_key}" for slug, rec in catalog.records.items()).encode()).hexdigest()
+
+
 def _fingerprint_list_json(catalog: Catalog) -> bytes:
-    key = hashlib.sha256("\0".join(f"{slug}={rec.head.fingerprints_key}" for slug, rec in catalog.records.items()).encode()).hexdigest()
     return catalog.derived(
-        "fingerprints.json", lambda c: _json(matcher_spec({"fingerprints": _fingerprint_list(c)})["fingerprints"])[:-1].encode("utf-8"), key)
+        "fingerprints.json", lambda c: _json(matcher_spec({"fingerprints": _fingerprint_list(c)})["fingerprints"])[:-1].encode("utf-8"),
+        _fingerprints_digest(catalog))
 
 
 def _search_files_key(catalog: Catalog) -> str:
     """Everything searchindex.search_files reads: the fingerprints, the tags with their counts and
     spellings, and the categories with theirs."""
     return hashlib.sha256(repr((
-        [(slug, rec.head.fingerprints_key) for slug, rec in catalog.records.items()],
+        _fingerprints_digest(catalog),
         [(t, len(catalog.by_tag[t])) for t in catalog.tags], sorted(catalog.aliases.items()),
         [(c.name, c.title, len(catalog.by_category[c.name])) for c in catalog.categories.values()],
     )).encode()).hexdigest()

@@ -47,8 +47,7 @@ class Renderer:
         self.env.globals.update(site=config, stack_names={k.value: v for k, v in STACK_NAMES.items()})
 
     def render(self, page: Page) -> str:
-        out = self.render_bytes(page)
-        return out.decode("utf-8")
+        return self.render_bytes(page).decode("utf-8")
 
     def render_bytes(self, page: Page) -> bytes:
         """The page's file contents (the site-wide JSON files are assembled as UTF-8 already)."""

@@ -199,12 +199,9 @@ class Builder:
                         shutil.rmtree(self.out / NEXT_INDEX_DIR, ignore_errors=True)
                 except OSError as e:  # the site folder moved or vanished under the server
                     error = e
-            if self.stopping:
-                pass
-            elif error is not None and current:
-                self.log(f"search index not updated: {error}")
-            elif current:
-                self.log(f"search index updated in {time.monotonic() - start:.1f} s ({count} entries)")
+            if current and not self.stopping:
+                self.log(f"search index not updated: {error}" if error is not None
+                         else f"search index updated in {time.monotonic() - start:.1f} s ({count} entries)")
             with self._index_lock:
                 self._index_done = generation
 
