@@ -264,6 +264,12 @@ def test_writer_refuses_case_collisions_and_file_folder_clashes(tmp_path: Path) 
             writer.add("feed/index.html", "under a file")
         with pytest.raises(FailpediaError, match="two pages would be written"):
             writer.add("tags/oom/index.html", "again")
+        writer.add("Guides/a.html", "capital first")  # then the lower-case spelling clashes with it
+        with pytest.raises(FailpediaError, match="'guides/b.html': it and 'Guides' differ only in case"):
+            writer.add("guides/b.html", "b")
+        writer.add("tags/ddp/index.html", "lower-case paths after a capital are still recorded")
+        with pytest.raises(FailpediaError, match="differ only in case"):
+            writer.add("tags/DDP/page/2/index.html", "c")
     finally:
         writer.abort()
 
