@@ -137,6 +137,26 @@ def _page_key(page: Page, salt: str, entry_keys: dict[str, str], card_keys: dict
     )
 
 
+def _key_inputs(
+    source: Source, catalog: Catalog, hashes: dict[str, str], dates: dict[str, str], templates: Path, config: Config, search: bool,
+) -> tuple[str, dict[str, str], dict[str, str]]:
+    """What page keys are made of: the site-wide salt, and each entry's key for the pages that
+    show its content and for the pages that show its card."""
+    salt = digest(
+        source_fingerprint(templates), repr(config), str(search),
+        source.tags[1] if source.tags else b"", source.categories[1] if source.categories else b"",
+    )
+    entry_keys = {
+        slug: f"{slug}={digest(hashes[path], dates.get(date_key(category, slug), ''))}"
+        for path, category, slug, _raw in source.entries
+    }
+    card_keys = {  # what a card shows: an edit elsewhere in an entry leaves the pages listing it alone
+        slug: f"{slug}={digest(rec.head.title, rec.head.summary, chr(0).join(rec.tags), dates.get(date_key(rec.category, slug), ''))}"
+        for slug, rec in catalog.records.items()
+    }
+    return salt, entry_keys, card_keys
+
+
 def _identity(key: str, path: str) -> str:
     """A page's key plus the identity of the file this build wrote for it (inode, size, mtime):
     a file replaced since, e.g. by a checkout that commits site/, is rendered again, not trusted."""
@@ -229,18 +249,8 @@ def _build(
     dates = git_dates(entries)
     pages = plan_pages(catalog, config, dates, search)
 
-    salt = digest(
-        source_fingerprint(templates), repr(config), str(search),
-        source.tags[1] if source.tags else b"", source.categories[1] if source.categories else b"",
-    )
-    entry_keys = {
-        slug: f"{slug}={digest(hashes[path], dates.get(date_key(category, slug), ''))}"
-        for path, category, slug, _raw in source.entries
-    }
-    card_keys = {  # what a card shows: an edit elsewhere in an entry leaves the pages listing it alone
-        slug: f"{slug}={digest(rec.head.title, rec.head.summary, chr(0).join(rec.tags), dates.get(date_key(rec.category, slug), ''))}"
-        for slug, rec in catalog.records.items()
-    }
+    if cache.folder is not None:  # a cold build has no keys to compare or keep
+        salt, entry_keys, card_keys = _key_inputs(source, catalog, hashes, dates, templates, config, search)
     _RENDERER = Renderer(config, templates, TemplateCache(cache) if cache.folder is not None else None)
     # An incremental build updates the site in place, unless Pagefind runs now (it needs a whole
     # new tree); a build that leaves indexing to its caller also leaves the index folders alone.
@@ -255,6 +265,9 @@ def _build(
         for page in pages:
             if page.template is None and not callable(page.body):
                 writer.add(page.path, page.body or "")
+                continue
+            if cache.folder is None:  # nothing to compare with, no key to keep
+                todo.append((page, writer.reserve(page.path)))
                 continue
             key = keys[page.path] = _page_key(page, salt, entry_keys, card_keys)
             previous = os.path.join(out_abs, page.path)
@@ -286,5 +299,5 @@ def _build(
     finally:
         writer.finish()
     html = sum(p.path.endswith(".html") for p in pages)
-    return BuildResult(writer.out, html, len(writer.written), catalog.warning_count, rendered=rendered, reused=len(keys) - rendered,
+    return BuildResult(writer.out, html, len(writer.written), catalog.warning_count, rendered=rendered, reused=len(keys) - len(todo) if keys else 0,
                        entries=len(catalog.records))
