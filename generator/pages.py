@@ -329,6 +329,8 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
             # the lists of linked entries depend on other entries' tags too: they are part of the key
             extra=repr((groups, dates.get(_key(rec), ""), camel)),
         )
+        # next to its page, so that the worker rendering both unpickles the entry once
+        pages.append(Page(f"api/entries/{slug}.json", body=partial(entry_json, rec), entries=(slug,)))
     # Pages that show only counts are keyed on the counts, not on every entry's content.
     add("tags/index.html", "tags.html", {"title": "All tags", "tags": [{"name": t, "count": n, "description": catalog.tags[t].description} for t, n in used_tags]},
         extra=repr(used_tags))
@@ -396,10 +398,6 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     # Site-wide files keyed on the data they hold, so an edit to an entry's body rewrites neither.
     pages.append(Page("api/entries.json", body=partial(entries_index, catalog), cards=all_slugs,
                       extra="\0".join(rec.category for rec in catalog.records.values())))  # the cards, and where each entry is
-    pages.extend(
-        Page(f"api/entries/{slug}.json", body=partial(entry_json, rec), entries=(slug,))
-        for slug, rec in catalog.records.items()
-    )
     if catalog.memo is not None:  # made here, not in a render worker, so that the build cache keeps them
         _fingerprint_list_json(catalog)
         _matcher_items(catalog)
