@@ -8,7 +8,6 @@ here before the first page renders; search, diagnosis and the dev server query t
 from __future__ import annotations
 
 import hashlib
-import heapq
 import pickle
 import unicodedata
 from collections import Counter
@@ -182,7 +181,8 @@ def _similar(records: dict[str, Record], by_tag: dict[str, tuple[str, ...]]) -> 
         scores.pop(slug, None)
         for s in (*rec.head.related, *rec.head.often_causes):
             scores.pop(s, None)
-        out[slug] = tuple(heapq.nsmallest(SIMILAR_COUNT, scores, key=lambda s: (-scores[s], s)))
+        # highest score first, ties by slug (a stable sort keeps the slug order among equals)
+        out[slug] = tuple(sorted(sorted(scores), key=scores.__getitem__, reverse=True)[:SIMILAR_COUNT])
     return out
 
 

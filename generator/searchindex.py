@@ -66,8 +66,10 @@ class TagPair:
 def tag_pairs(catalog: Catalog, minimum: int = PAIR_MIN) -> list[TagPair]:
     """Pairs of tags that at least `minimum` entries share, sorted by name."""
     out = []
-    for a, b in combinations(sorted(catalog.used_tags()), 2):
-        both = set(catalog.by_tag[a]) & set(catalog.by_tag[b])
+    used = sorted(catalog.used_tags())
+    members = {t: set(catalog.by_tag[t]) for t in used}  # once per tag, not once per pair
+    for a, b in combinations(used, 2):
+        both = members[a] & members[b]
         if len(both) >= minimum:
             def rank(slug: str) -> tuple[int, str]:
                 tags = catalog.records[slug].tags
