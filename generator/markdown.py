@@ -129,7 +129,8 @@ def code_block(code: str, language: str, *, wrap: bool = True) -> str:
 @lru_cache(maxsize=None)
 def _lexer(name: str) -> Lexer:
     """One lexer per language (a lookup costs more than a short snippet's highlighting; a lexer
-    keeps no state between get_tokens calls), joined into one regex per state (regexlexer.py)."""
+    keeps no state between get_tokens calls), trying at each character only the rules that can
+    start there (regexlexer.py)."""
     return accelerate(get_lexer_by_name(name, stripnl=False, ensurenl=True))
 
 

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 from .problems import FailpediaError
 
@@ -183,7 +184,7 @@ class SiteWriter:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def _refuse(rel: str) -> None:
+def _refuse(rel: str) -> NoReturn:
     """Why a path that fails _PATH_RE cannot be written."""
     if rel.startswith("/") or "\\" in rel or any(part in ("", ".", "..") for part in rel.split("/")):
         raise FailpediaError(f"refusing to write {rel!r}: output paths must stay inside the site folder")
