@@ -61,6 +61,9 @@ def matcher_spec(fingerprints: dict[str, Any]) -> dict[str, Any]:
     """Add what both engines need to the fingerprint data: literal covers and shared rules."""
     fps = []
     for fp in fingerprints["fingerprints"]:
+        if "literals" in fp:  # found when the entry was validated (pages.fingerprint_data)
+            fps.append(fp)
+            continue
         fps.append(
             {
                 **fp,

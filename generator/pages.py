@@ -241,6 +241,8 @@ def _fingerprint_list(catalog: Catalog) -> list[dict[str, Any]]:
                     "rising": fp.rising,
                     "share_above": fp.share_above,
                     "times": fp.times,
+                    "literals": list(fp.literals),
+                    "near_literals": list(fp.near_literals),
                 }
             )
     return out

@@ -23,7 +23,6 @@ from typing import Any
 
 from .safejson import safe_json as _json
 from .catalog import Catalog, Record
-from .patterns import required_literals
 from .search import SearchIndex, id_token
 
 __all__ = ["PAIRS_ON_SEARCH_PAGE", "PAIR_MIN", "SENTINEL", "TagPair", "entry_token", "search_doc", "search_files", "shard_of", "tag_pairs"]
@@ -97,10 +96,10 @@ def _inner_words(literal: str) -> list[str]:
     return [m.group().lower() for m in re.finditer(r"(?<=[^A-Za-z0-9])[A-Za-z0-9]{3,}(?=[^A-Za-z0-9])", literal)]
 
 
-def _anchors(pattern: str) -> list[str] | None:
-    """One word per alternative of the pattern's literal cover, or None when some alternative
-    has no whole word (then the pattern goes to the shard every pasted line loads)."""
-    cover = required_literals(pattern)
+def _anchors(cover: tuple[str, ...]) -> list[str] | None:
+    """One word per alternative of a pattern's literal cover (patterns.required_literals), or
+    None when some alternative has no whole word (then the pattern goes to the shard every
+    pasted line loads)."""
     if not cover:
         return None
     out = []
@@ -116,10 +115,12 @@ def search_files(catalog: Catalog) -> list[tuple[str, str]]:
     """(site path, JSON text) of every file search.js loads besides Pagefind's own."""
     # One record per distinct matcher, with every entry that has it (entries share common ones).
     owners: dict[tuple[str, str, int, int], list[str]] = {}
+    covers: dict[str, tuple[str, ...]] = {}
     for slug, rec in catalog.records.items():
         for fp in rec.head.fingerprints:
             owners.setdefault((fp.pattern, fp.near or "", fp.window, fp.score), []).append(slug)
-    fps = [([sorted(set(slugs)), *key], _anchors(key[0])) for key, slugs in sorted(owners.items())]
+            covers[fp.pattern] = fp.literals
+    fps = [([sorted(set(slugs)), *key], _anchors(covers[key[0]])) for key, slugs in sorted(owners.items())]
     refs = sum(len(record[0]) for record, _ in fps)  # a record weighs as many entries as it names
     shards = max(1, min(FP_MAX_SHARDS, math.ceil(refs / FP_PER_SHARD)))
     buckets: list[list[list[Any]]] = [[] for _ in range(shards)]

@@ -39,10 +39,16 @@ class FingerprintHead(NamedTuple):
     rising: bool
     share_above: float | None
     times: int
+    # The literal covers (patterns.required_literals) of pattern and near, found while checking
+    # them: 0.13 ms per pattern, which the parent would otherwise spend again, one pattern after
+    # another, for the matcher file and the search shards (5 s at 10,000 entries).
+    literals: tuple[str, ...]
+    near_literals: tuple[str, ...]
 
     @classmethod
     def of(cls, fp: Fingerprint) -> "FingerprintHead":
-        return cls(fp.pattern, fp.near, fp.window, fp.strength.value, STRENGTH_SCORE[fp.strength], fp.rising, fp.share_above, fp.times)
+        return cls(fp.pattern, fp.near, fp.window, fp.strength.value, STRENGTH_SCORE[fp.strength], fp.rising, fp.share_above, fp.times,
+                   tuple(required_literals(fp.pattern)), tuple(required_literals(fp.near)) if fp.near else ())
 
 
 @dataclass(frozen=True)
