@@ -58,19 +58,15 @@ _RANK_RES = [re.compile(p, re.ASCII) for p in RANK_PATTERNS]
 
 
 def matcher_spec(fingerprints: dict[str, Any]) -> dict[str, Any]:
-    """Add what both engines need to the fingerprint data: literal covers and shared rules."""
-    fps = []
-    for fp in fingerprints["fingerprints"]:
-        if "literals" in fp:  # found when the entry was validated (pages.fingerprint_data)
-            fps.append(fp)
-            continue
-        fps.append(
-            {
-                **fp,
-                "literals": required_literals(fp["pattern"]),
-                "near_literals": required_literals(fp["near"]) if fp.get("near") else [],
-            }
-        )
+    """Add what both engines need to the fingerprint data: literal covers and shared rules. The
+    covers of a fingerprint that carries them are kept: `pages.fingerprint_data` takes them from
+    the entry heads, where validation left them (validate.FingerprintHead)."""
+    fps = [
+        fp if "literals" in fp else {
+            **fp, "literals": required_literals(fp["pattern"]), "near_literals": required_literals(fp["near"]) if fp.get("near") else [],
+        }
+        for fp in fingerprints["fingerprints"]
+    ]
     return {
         **fingerprints,
         "fingerprints": fps,
