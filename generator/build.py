@@ -80,7 +80,7 @@ def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: 
     for (path, _raw, key), result in zip(misses, parsed):
         results[path] = result
         done = result[0]
-        if done is not None and cache.folder is not None and isinstance(done.entry, bytes):
+        if done is not None and cache.enabled and isinstance(done.entry, bytes):
             cache.put(key, replace(done, entry=None), done.entry)
     return results
 
@@ -242,16 +242,16 @@ def _build(
     }
     parsed = _parse_all(source, hashes, cache, jobs)
     try:
-        catalog = build_catalog(source, parsed, cache.memo if cache.folder is not None else None)
+        catalog = build_catalog(source, parsed, cache.memo if cache.enabled else None)
     except BuildFailed:
         cache.save_parsed(set(hashes.values()))  # the valid files stay known
         raise
     dates = git_dates(entries)
     pages = plan_pages(catalog, config, dates, search)
 
-    if cache.folder is not None:  # a cold build has no keys to compare or keep
+    if cache.enabled:  # a cold build has no keys to compare or keep
         salt, entry_keys, card_keys = _key_inputs(source, catalog, hashes, dates, templates, config, search)
-    _RENDERER = Renderer(config, templates, TemplateCache(cache) if cache.folder is not None else None)
+    _RENDERER = Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
     # An incremental build updates the site in place, unless Pagefind runs now (it needs a whole
     # new tree); a build that leaves indexing to its caller also leaves the index folders alone.
     same_site = cache.site == str(out_abs)  # the page keys describe this output folder
@@ -266,7 +266,7 @@ def _build(
             if page.template is None and not callable(page.body):
                 writer.add(page.path, page.body or "")
                 continue
-            if cache.folder is None:  # nothing to compare with, no key to keep
+            if not cache.enabled:  # nothing to compare with, no key to keep
                 todo.append((page, writer.reserve(page.path)))
                 continue
             key = keys[page.path] = _page_key(page, salt, entry_keys, card_keys)
@@ -293,7 +293,7 @@ def _build(
         raise
     writer.commit()
     try:
-        if cache.folder is not None:
+        if cache.enabled:
             identities = {path: kept.get(path) or _identity(key, os.path.join(writer.out, path)) for path, key in keys.items()}
             cache.save(stamp, identities, out_abs, set(hashes.values()), len(catalog.records), _file_records(source, hashes, cache, started))
     finally:

@@ -280,6 +280,11 @@ class BuildCache:
             else:
                 self._dirty.add(shard)  # missing or stale: written again on save
 
+    @property
+    def enabled(self) -> bool:
+        """False for a cold build (`--no-cache`, or no place to keep a cache)."""
+        return self.folder is not None
+
     def known_files(self) -> dict[str, tuple[int, ...]]:
         """Entry file → its signature when last read, for the files whose parse is cached: one
         still the same need not be read (read_source)."""
