@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cache import BuildCache, digest, input_stamp, source_fingerprint
+from .cache import BuildCache, code_version, digest, input_stamp
 from .config import TEMPLATES, Config
 from .gitdates import date_key, git_dates, git_head
 from .indexer import INDEX_DIRS
@@ -127,25 +127,28 @@ def _parse_one(item: tuple[str, bytes]) -> ParseResult:
     return (parsed.slim() if parsed is not None else None), problems
 
 
-def _page_key(page: Page, salt: str, entry_keys: dict[str, str], card_keys: dict[str, str]) -> str:
-    """Everything a page's output depends on: the site-wide salt, the page itself, the content (and
-    date) of every entry whose data it shows, and the card fields of every entry it lists, in the
-    order it shows them. The key maps hold "slug=digest" for every entry."""
+def _page_key(page: Page, salt: str, templates: Renderer, entry_keys: dict[str, str], card_keys: dict[str, str]) -> str:
+    """Everything a page's output depends on: the site-wide salt, the page itself (its path, the
+    templates it is made with and the context planned for it), the content (and date) of every
+    entry whose data it shows, and the card fields of every entry it lists, in the order it shows
+    them. The key maps hold "slug=digest" for every entry."""
     return digest(
-        salt, page.path, page.template or "", "\0".join(map(entry_keys.__getitem__, page.entries)),
-        "\0".join(map(card_keys.__getitem__, page.cards)), page.extra,
+        salt, page.path, templates.template_key(page.template) if page.template else "", repr(page.context),
+        "\0".join(map(entry_keys.__getitem__, page.entries)), "\0".join(map(card_keys.__getitem__, page.cards)), page.extra,
     )
 
 
 def _key_inputs(
-    source: Source, catalog: Catalog, hashes: dict[str, str], dates: dict[str, str], templates: Path, config: Config, search: bool,
+    source: Source, catalog: Catalog, hashes: dict[str, str], dates: dict[str, str], config: Config, search: bool,
 ) -> tuple[str, dict[str, str], dict[str, str]]:
     """What page keys are made of: the site-wide salt, and each entry's key for the pages that
-    show its content and for the pages that show its card."""
-    salt = digest(
-        source_fingerprint(templates), repr(config), str(search),
-        source.tags[1] if source.tags else b"", source.categories[1] if source.categories else b"",
-    )
+    show its content and for the pages that show its card. The salt holds what any page may
+    show: the generator's code, the settings, and the registries' names, aliases and titles. A
+    tag's or category's description is not in it: the pages that show one hold it in their
+    context, which is part of their key (_page_key), so an edit re-renders those pages only."""
+    shape = [(t.name, t.model_dump(exclude={"description"})) for t in catalog.tags.values()]
+    shape += [(c.name, c.model_dump(exclude={"description"})) for c in catalog.categories.values()]
+    salt = digest(code_version(), repr(config), str(search), repr(shape))
     entry_keys = {
         slug: f"{slug}={digest(hashes[path], dates.get(date_key(category, slug), ''))}"
         for path, category, slug, _raw in source.entries
@@ -250,7 +253,7 @@ def _build(
     pages = plan_pages(catalog, config, dates, search)
 
     if cache.enabled:  # a cold build has no keys to compare or keep
-        salt, entry_keys, card_keys = _key_inputs(source, catalog, hashes, dates, templates, config, search)
+        salt, entry_keys, card_keys = _key_inputs(source, catalog, hashes, dates, config, search)
     _RENDERER = Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
     # An incremental build updates the site in place, unless Pagefind runs now (it needs a whole
     # new tree); a build that leaves indexing to its caller also leaves the index folders alone.
@@ -269,7 +272,7 @@ def _build(
             if not cache.enabled:  # nothing to compare with, no key to keep
                 todo.append((page, writer.reserve(page.path)))
                 continue
-            key = keys[page.path] = _page_key(page, salt, entry_keys, card_keys)
+            key = keys[page.path] = _page_key(page, salt, _RENDERER, entry_keys, card_keys)
             previous = os.path.join(out_abs, page.path)
             recorded = cache.pages.get(page.path)
             if same_site and _unchanged(recorded, key, previous) and writer.link(page.path, previous):
@@ -278,7 +281,7 @@ def _build(
                 continue
             todo.append((page, writer.reserve(page.path)))
         for name in sorted({p.template for p, _ in todo if p.template}):
-            _RENDERER.env.get_template(name)  # compiled once, before the workers fork
+            _RENDERER.load(name)  # compiled once, before the workers fork
         run_parallel(_render_to, todo, jobs=jobs, min_items=32)
         rendered = len(todo)
         for path, data in static_files(templates):

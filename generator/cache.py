@@ -49,7 +49,7 @@ from typing import Any
 
 from .problems import FailpediaError
 
-__all__ = ["BuildCache", "digest", "input_stamp", "source_fingerprint"]
+__all__ = ["BuildCache", "code_version", "digest", "input_stamp"]
 
 FORMAT = 5  # bump when the cached shapes change
 SHARDS = 32  # parsed-entry files; one changed entry rewrites one of them
@@ -103,17 +103,6 @@ def code_version() -> str:
     for p in _files(_GENERATOR):
         if p.suffix == ".py":
             parts += [p.name, p.read_bytes()]
-    return digest(*parts)
-
-
-def source_fingerprint(templates: Path) -> str:
-    """The content of the generator's code (code_version, read once per process) and of the
-    templates: any change re-renders everything."""
-    parts = [code_version()]
-    for p in _files(templates):
-        if p.suffix in (".py", ".html", ".xml", ".js", ".css", ".svg", ".json", ".txt"):
-            parts.append(p.name)
-            parts.append(p.read_bytes())
     return digest(*parts)
 
 

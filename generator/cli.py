@@ -141,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
     p.add_argument("--out", default="site", metavar="DIR", help="output folder (default: site)")
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
-    p.add_argument("--templates", default=None, metavar="DIR", help=argparse.SUPPRESS)
+    p.add_argument("--templates", default=None, metavar="DIR", help="jinja templates and static files (default: the ones shipped in templates/)")
     p.set_defaults(func=_lazy("serve", "cmd_serve"))
 
     p = sub.add_parser("new", help="start a new entry from a template with every field")
@@ -160,7 +160,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="cold build: neither read nor write the build cache")
     p.add_argument("--cache-dir", default=None, metavar="DIR", help="where the build cache lives (default: .cache/build)")
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: one per core)")
-    p.add_argument("--templates", default=None, metavar="DIR", help=argparse.SUPPRESS)
+    p.add_argument("--templates", default=None, metavar="DIR", help="jinja templates and static files (default: the ones shipped in templates/)")
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_build)
 

@@ -42,7 +42,9 @@ class Page:
     cards: tuple[str, ...] = ()  # slugs shown only as cards (title, summary, tags, date)
     in_sitemap: bool = False
     make: Callable[[], dict[str, Any]] | None = None  # the costly part of the context, built on render
-    extra: str = ""  # anything else the page depends on, for the build cache's page key
+    # What the page depends on besides its template, its context and the entries it names, for the
+    # build cache's page key: the inputs of `make` and of a callable `body`.
+    extra: str = ""
 
     def full_context(self) -> dict[str, Any]:
         return {**self.context, **self.make()} if self.make else self.context
@@ -291,7 +293,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         ctx = {"root": _root(path), "page_path": path, **context}
         pages.append(Page(path, template, ctx, entries=entries, cards=cards, in_sitemap=sitemap, make=make, extra=extra))
 
-    def listing(folder: str, template: str, context: dict[str, Any], slugs: tuple[str, ...], extra: str = "") -> None:
+    def listing(folder: str, template: str, context: dict[str, Any], slugs: tuple[str, ...]) -> None:
         """A list of entry cards over as many pages as `config.page_size` needs: `folder/index.html`,
         then `folder/page/2/index.html`, ... Each page's key names only the entries it shows."""
         size = config.page_size
@@ -306,8 +308,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
                 "first": folder, "last": f"{folder}page/{count}/" if count > 1 else folder,
             }
             title = context["title"] if n == 1 else f"{context['title']} (page {n} of {count})"
-            add(path, template, {**context, "title": title, "pager": pager}, cards=chunk, make=partial(cards_of, chunk),
-                extra=repr((len(slugs), count, extra)))
+            add(path, template, {**context, "title": title, "pager": pager}, cards=chunk, make=partial(cards_of, chunk))
 
     # The home page lists every entry while they fit on one page, then the most recently updated.
     recent = all_slugs if len(all_slugs) <= config.page_size else tuple(
@@ -317,7 +318,6 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         "home.html",
         {"categories": categories, "tags": used_tags, "total": len(all_slugs), "title": None},
         cards=tuple(recent), make=partial(cards_of, tuple(recent)),
-        extra=repr((used_tags, [c["count"] for c in categories])),  # the counts depend on every entry
     )
     sindex = SearchIndex.build(catalog)
     pairs = catalog.derived("tag_pairs", tag_pairs)
@@ -334,8 +334,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         # next to its page, so that the worker rendering both unpickles the entry once
         pages.append(Page(f"api/entries/{slug}.json", body=partial(entry_json, rec), entries=(slug,)))
     # Pages that show only counts are keyed on the counts, not on every entry's content.
-    add("tags/index.html", "tags.html", {"title": "All tags", "tags": [{"name": t, "count": n, "description": catalog.tags[t].description} for t, n in used_tags]},
-        extra=repr(used_tags))
+    add("tags/index.html", "tags.html", {"title": "All tags", "tags": [{"name": t, "count": n, "description": catalog.tags[t].description} for t, n in used_tags]})
     pairs_of: dict[str, list[dict[str, Any]]] = {t: [] for t in catalog.tags}
     for p in pairs:
         pairs_of[p.a].append({"other": p.b, "url": tag_url(p.name), "count": len(p.slugs)})
@@ -343,7 +342,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     for t, tag in catalog.tags.items():
         listing(
             tag_url(t), "tag.html", {"title": f"#{t}", "tag": tag, "description": tag.description, "pairs": pairs_of[t]},
-            tuple(catalog.by_tag[t]), extra=repr(pairs_of[t]),
+            tuple(catalog.by_tag[t]),
         )
     for pair in pairs:
         listing(
@@ -359,14 +358,13 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
          "tags": [{"name": t, "count": n} for t, n in used_tags if n],
          "pairs": [{"name": p.name, "url": tag_url(p.name), "count": len(p.slugs)} for p in sorted(pairs, key=lambda p: (-len(p.slugs), p.name))[:PAIRS_ON_SEARCH_PAGE]]},
         sitemap=False,
-        extra=repr((used_tags, [(p.name, len(p.slugs)) for p in pairs])),
     )
     add(
         "diagnose/index.html",
         "diagnose.html",
         {"title": "Diagnose a log", "description": "Paste a training log and find the failure that started it; matched in your browser, nothing uploaded."},
     )
-    add("categories/index.html", "categories.html", {"title": "Categories", "categories": categories}, extra=repr([c["count"] for c in categories]))
+    add("categories/index.html", "categories.html", {"title": "Categories", "categories": categories})
     for c in catalog.categories.values():
         listing(category_url(c.name), "category.html", {"title": c.title, "category": c, "description": c.description},
                 tuple(catalog.by_category[c.name]))
@@ -378,7 +376,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     date_of = {slug: dates.get(_key(rec), "") for slug, rec in catalog.records.items()}
     urls = [{"loc": config.base_url + p.url, "lastmod": max(map(date_of.__getitem__, (*p.entries, *p.cards)), default="")}
             for p in pages if p.in_sitemap]
-    pages.append(Page("sitemap.xml", "sitemap.xml", {"urls": urls}, extra=repr(urls)))  # addresses and dates only
+    pages.append(Page("sitemap.xml", "sitemap.xml", {"urls": urls}))  # addresses and dates only
     pages.append(Page("robots.txt", body=f"User-agent: *\nAllow: /\nSitemap: {config.base_url}sitemap.xml\n"))
     feed_entries = sorted(catalog.records.values(), key=lambda r: (dates.get(_key(r), ""), r.slug), reverse=True)[:FEED_ITEMS]
     updated = max((dates.get(_key(r), "") for r in catalog.records.values()), default="") or "1970-01-01"
@@ -394,7 +392,6 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
                 ],
             },
             cards=tuple(r.slug for r in feed_entries),
-            extra=updated,
         )
     )
     # Site-wide files keyed on the data they hold, so an edit to an entry's body rewrites neither.

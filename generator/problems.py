@@ -42,3 +42,6 @@ class BuildFailed(FailpediaError):
         self.problems = sorted(problems)
         errors = sum(p.severity == "error" for p in problems)
         super().__init__(f"{errors} error{'s' * (errors != 1)}")
+
+    def __reduce__(self) -> tuple[type, tuple[list[Problem]]]:  # raised in a worker, re-raised in the parent
+        return (type(self), (self.problems,))

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
-from jinja2 import BytecodeCache, Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2 import (
+    BytecodeCache, Environment, FileSystemLoader, StrictUndefined, TemplateError, TemplateNotFound, TemplateSyntaxError, meta,
+    select_autoescape,
+)
 from jinja2.bccache import Bucket
 
-from .cache import BuildCache
+from .cache import BuildCache, digest
 from .config import TEMPLATES, Config
 from .pages import Page
+from .problems import BuildFailed, Problem
 from .schema import STACK_NAMES
 
-__all__ = ["TEMPLATES", "Renderer", "TemplateCache"]
+__all__ = ["TEMPLATES", "Renderer", "TemplateCache", "template_problem"]
 
 
 class TemplateCache(BytecodeCache):
@@ -45,6 +52,48 @@ class Renderer:
             keep_trailing_newline=True,
         )
         self.env.globals.update(site=config, stack_names={k.value: v for k, v in STACK_NAMES.items()})
+        self._keys: dict[str, str] = {}
+
+    def template_key(self, name: str) -> str:
+        """The digest of the templates a page made with `name` depends on: its source and the
+        sources of every template it extends, includes or imports, transitively (read off the
+        parsed template, as Jinja resolves them). A template that names another by a variable
+        depends on every template. An edit to entry.html thus re-renders the entry pages only."""
+        if name not in self._keys:
+            with _reported():
+                self._keys[name] = self._key(name)
+        return self._keys[name]
+
+    def _key(self, name: str) -> str:
+        sources: dict[str, tuple[str, str | None]] = {}  # name → (source, file)
+        todo: list[tuple[str, str | None]] = [(name, None)]  # a template, and the one that names it
+        while todo:
+            current, parent = todo.pop()
+            if current in sources:
+                continue
+            try:
+                sources[current] = self._source(current)
+            except TemplateNotFound:
+                if parent is None:
+                    raise
+                text, path = sources[parent]
+                line = text.count("\n", 0, max(0, text.find(current))) + 1
+                raise BuildFailed([Problem(path or parent, line, 0, f"template error: no template named '{current}' in the templates folder")]) from None
+            referenced = list(meta.find_referenced_templates(self.env.parse(sources[current][0], current, sources[current][1])))
+            if None in referenced:  # a name computed at render time: it may be any file
+                sources = {n: self._source(n) for n in self.env.list_templates()}
+                break
+            todo += [(n, current) for n in referenced if n is not None]
+        return digest(*(part for n in sorted(sources) for part in (n, sources[n][0])))
+
+    def _source(self, name: str) -> tuple[str, str | None]:
+        source, path, _ = self.env.loader.get_source(self.env, name)  # type: ignore[union-attr]
+        return source, path
+
+    def load(self, name: str) -> None:
+        """Compile a template now (before the render workers fork, so that each need not)."""
+        with _reported():
+            self.env.get_template(name)
 
     def render(self, page: Page) -> str:
         return self.render_bytes(page).decode("utf-8")
@@ -54,7 +103,30 @@ class Renderer:
         if page.template is None:
             body = page.body() if callable(page.body) else page.body or ""
             return body if isinstance(body, bytes) else body.encode("utf-8")
-        return self.env.get_template(page.template).render(page.full_context()).encode("utf-8")
+        with _reported(page.path):
+            return self.env.get_template(page.template).render(page.full_context()).encode("utf-8")
+
+
+@contextmanager
+def _reported(page: str | None = None) -> Iterator[None]:
+    """A template's error as a build problem (file, line, what went wrong), not a traceback."""
+    try:
+        yield
+    except TemplateError as e:
+        raise BuildFailed([template_problem(e, page)]) from None
+
+
+def template_problem(e: TemplateError, page: str | None = None) -> Problem:
+    """Where a template went wrong. A syntax error names its file and line; an error while
+    rendering (an undefined name, a bad filter argument) is placed at the last template line in
+    its traceback, which Jinja rewrites to point into the template's own source."""
+    rendering = f" (rendering {page})" if page else ""
+    if isinstance(e, TemplateSyntaxError):
+        return Problem(e.filename or e.name or "templates", e.lineno or 0, 0, f"template error: {e.message}{rendering}")
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.endswith(".py")]
+    path, line = (frames[-1].filename, frames[-1].lineno or 0) if frames else ("templates", 0)
+    message = f"no template named '{e.name}' in the templates folder" if isinstance(e, TemplateNotFound) else e.message or type(e).__name__
+    return Problem(path, line, 0, f"template error: {message}{rendering}")
 
 
 @lru_cache(maxsize=None)

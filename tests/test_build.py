@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from conftest import sample_files, valid_entry, write_tree
+from generator.render import TEMPLATES
 from sitecheck import broken_links, parse_page, tree_digest
 
 
@@ -98,6 +99,41 @@ def test_failed_build_leaves_previous_site_untouched(run_cli, sample: Path, buil
     assert "was left as it was" in err
     assert tree_digest(built) == before
     assert sorted(p.name for p in built.parent.iterdir() if p.name.startswith(".site-")) == []
+
+
+TEMPLATE_ERRORS = {  # a broken template → the problem reported at its file and line
+    "syntax": ("tag.html", "{% block main %}", "{% block main %}{% if %}", "tag.html:3:1: error: template error: Expected an expression"),
+    "undefined attribute": ("tag.html", "{{ tag.description }}", "{{ tag.descriptio }}",
+                            "tag.html:6:1: error: template error: 'generator.schema.Tag object' has no attribute 'descriptio' (rendering tags/"),
+    "missing import": ("tag.html", '"_macros.html"', '"_macro.html"', "tag.html:2:1: error: template error: no template named '_macro.html'"),
+    "syntax in an imported template": ("_macros.html", "{% macro entry_list", "{% macro entry_list(", "_macros.html:5:1: error: template error:"),
+}
+
+
+@pytest.mark.parametrize("cache", [True, False], ids=["with cache", "cold"])
+@pytest.mark.parametrize("error", list(TEMPLATE_ERRORS))
+def test_a_broken_template_is_reported_at_its_line_and_leaves_the_site(run_cli, sample: Path, built: Path, tmp_path: Path, error: str, cache: bool) -> None:
+    name, old, new, expected = TEMPLATE_ERRORS[error]
+    templates = tmp_path / "templates"
+    shutil.copytree(TEMPLATES, templates)
+    assert old in (templates / name).read_text()
+    (templates / name).write_text((templates / name).read_text().replace(old, new, 1))
+    before = tree_digest(built)
+    code, out, err = run_cli("build", "--entries", str(sample), "--out", str(built), "--templates", str(templates),
+                             *(["--cache-dir", str(tmp_path / "cache")] if cache else ["--no-cache"]))
+    assert code == 1 and "Traceback" not in out + err
+    assert f"{templates / expected}" in out, out
+    assert "was left as it was" in err and tree_digest(built) == before
+
+
+def test_a_template_problem_survives_the_trip_from_a_render_worker() -> None:
+    import pickle
+
+    from generator.problems import BuildFailed, Problem
+
+    problem = Problem("templates/tag.html", 6, 0, "template error: 'x' is undefined (rendering tags/oom/index.html)")
+    again = pickle.loads(pickle.dumps(BuildFailed([problem])))
+    assert isinstance(again, BuildFailed) and again.problems == [problem]
 
 
 def test_successful_build_replaces_old_files(run_cli, sample: Path, built: Path) -> None:

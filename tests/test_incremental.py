@@ -61,8 +61,20 @@ CHANGES = {
     "category registry": lambda p: (p["entries"] / "categories.yaml").write_text(
         (p["entries"] / "categories.yaml").read_text().replace("title: Memory", "title: Memory and allocation")
     ),
+    "tag aliases (every entry's tags may resolve anew)": lambda p: (p["entries"] / "tags.yaml").write_text(
+        (p["entries"] / "tags.yaml").read_text().replace("out-of-memory", "oom-error")
+    ),
+    "category description": lambda p: (p["entries"] / "categories.yaml").write_text(
+        (p["entries"] / "categories.yaml").read_text().replace("Multi-GPU and multi-node failures.", "Failures across GPUs and nodes.")
+    ),
     "template": lambda p: (p["templates"] / "entry.html").write_text(
         (p["templates"] / "entry.html").read_text().replace("Quick answer", "The quick answer")
+    ),
+    "imported template (macros)": lambda p: (p["templates"] / "_macros.html").write_text(
+        (p["templates"] / "_macros.html").read_text().replace('<ul class="links">', '<ul class="links linked">')
+    ),
+    "base template": lambda p: (p["templates"] / "base.html").write_text(
+        (p["templates"] / "base.html").read_text().replace("Atom feed", "Atom feed of updates")
     ),
 }
 
@@ -211,6 +223,63 @@ def test_an_edit_to_an_entry_body_re_renders_only_its_own_files(project) -> None
     redone = sorted(p.relative_to(project["site"]).as_posix() for p, ino in before.items() if p.stat().st_ino != ino)
     assert redone == ["api/entries/gpu-oom.json", "gpu-oom/index.html"]
     assert_same_as_cold(project)
+
+
+def _redone(project, change) -> set[str]:
+    """The files a rebuild after `change` wrote anew (the others kept their inode)."""
+    incremental(project)
+    before = {p: p.stat().st_ino for p in project["site"].rglob("*") if p.is_file()}
+    change(project)
+    incremental(project)
+    assert_same_as_cold(project)
+    return {p.relative_to(project["site"]).as_posix() for p, ino in before.items() if p.stat().st_ino != ino}
+
+
+STATIC = {"static/pygments.css"} | {f"static/{p.name}" for p in (TEMPLATES / "static").iterdir()}  # written by every build
+
+
+def test_a_tag_description_re_renders_only_the_pages_that_show_it(project) -> None:
+    redone = _redone(project, CHANGES["tag registry"])  # oom's description
+    assert redone - STATIC == {"tags/index.html", "tags/oom/index.html"} | {p for p in redone if p.startswith("tags/oom+") or "+oom/" in p}
+
+
+def test_a_category_description_re_renders_only_the_pages_that_show_it(project) -> None:
+    redone = _redone(project, CHANGES["category description"])  # distributed's description
+    # the home page lists the categories with their descriptions in its context
+    assert redone - STATIC == {"categories/index.html", "categories/distributed/index.html", "index.html"}
+
+
+def test_a_template_edit_re_renders_only_the_pages_made_with_it(project) -> None:
+    redone = _redone(project, CHANGES["template"])  # entry.html
+    assert redone - STATIC == {"ddp-oom/index.html", "gpu-oom/index.html", "nccl-hang/index.html"}
+
+
+def test_an_edit_to_an_imported_template_re_renders_the_pages_that_import_it(project) -> None:
+    importers = {p.name for p in project["templates"].glob("*.html") if '"_macros.html"' in p.read_text()}
+    assert {"entry.html", "tag.html", "category.html", "home.html"} <= importers
+    redone = _redone(project, CHANGES["imported template (macros)"])
+    made_with = {"entry.html": "gpu-oom/index.html", "tag.html": "tags/oom/index.html", "category.html": "categories/memory/index.html",
+                 "home.html": "index.html", "tags.html": "tags/index.html", "search.html": "search/index.html", "404.html": "404.html"}
+    assert {made_with[t] for t in importers if t in made_with} <= redone
+    assert not {made_with[t] for t in set(made_with) - importers} & redone
+    assert not {p for p in redone if p.startswith("api/")}
+
+
+def test_a_template_that_names_another_by_a_variable_depends_on_every_template(project) -> None:
+    from generator.render import Renderer
+
+    def key_after_feed_edit(name: str) -> tuple[str, str]:
+        before = Renderer(CONFIG, project["templates"]).template_key(name)
+        feed = project["templates"] / "feed.xml"
+        feed.write_text(feed.read_text() + "\n")
+        return before, Renderer(CONFIG, project["templates"]).template_key(name)
+
+    before, after = key_after_feed_edit("tags.html")
+    assert before == after  # tags.html uses base.html only
+    tags = project["templates"] / "tags.html"
+    tags.write_text(tags.read_text().replace("{% block main %}", "{% block main %}{% if false %}{% include page_path %}{% endif %}"))
+    before, after = key_after_feed_edit("tags.html")
+    assert before != after
 
 
 def test_entries_cached_by_other_generator_code_are_parsed_again(project, monkeypatch) -> None:
