@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .problems import BuildFailed, FailpediaError, Problem, UsageError
+from .problems import BuildFailed, FailpediaError, Problem
 
 __all__ = ["main"]
 
@@ -22,6 +22,17 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         print(f"failpedia: error: {message}", file=sys.stderr)
         raise SystemExit(2)
+
+
+def _at_least_one(text: str) -> int:
+    """A count option (--top, --jobs): a whole number from 1 up."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _gh_escape(text: str, prop: bool = False) -> str:
@@ -93,8 +104,6 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     config = load_config(Path(args.project)).with_base_url(args.base_url)
     out = Path(args.out)
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
     cache_dir = None if args.no_cache else Path(args.cache_dir) if args.cache_dir else Path(args.project) / DEFAULT_CACHE
     templates = Path(args.templates) if args.templates else TEMPLATES
     try:
@@ -159,7 +168,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-search", action="store_true", help="skip the Pagefind search index (faster; the search page then finds nothing)")
     p.add_argument("--no-cache", action="store_true", help="cold build: neither read nor write the build cache")
     p.add_argument("--cache-dir", default=None, metavar="DIR", help="where the build cache lives (default: .cache/build)")
-    p.add_argument("--jobs", type=int, default=None, metavar="N", help="worker processes (default: one per core)")
+    p.add_argument("--jobs", type=_at_least_one, default=None, metavar="N", help="worker processes (default: one per core)")
     p.add_argument("--templates", default=None, metavar="DIR", help="jinja templates and static files (default: the ones shipped in templates/)")
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_build)
@@ -170,7 +179,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("diagnose", help="name the failure a training log shows")
     p.add_argument("logs", nargs="+", metavar="LOG", help="log files (.gz works), or - for standard input")
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
-    p.add_argument("--top", type=int, default=5, metavar="N", help="show at most N matches (default: 5)")
+    p.add_argument("--top", type=_at_least_one, default=5, metavar="N", help="show at most N matches (default: 5)")
     p.add_argument("--json", action="store_true", help="print JSON for tools")
     p.add_argument("--follow", action="store_true", help="watch a growing log (like tail -f) and report as soon as a fingerprint fires")
     p.set_defaults(func=_lazy("diagnose", "cmd_diagnose"))
@@ -178,7 +187,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", help="find entries by words, #tags, identifiers or a pasted error line")
     p.add_argument("query", nargs="+", metavar="QUERY", help="e.g. '#ddp #oom bucket' (quote it: # starts a shell comment)")
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
-    p.add_argument("--top", type=int, default=10, metavar="N", help="show at most N results (default: 10)")
+    p.add_argument("--top", type=_at_least_one, default=10, metavar="N", help="show at most N results (default: 10)")
     p.add_argument("--json", action="store_true", help='print {"query": ..., "results": [{"slug", "title", "url", "score", "tags"}, ...]}')
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=_lazy("search", "cmd_search"))

@@ -420,8 +420,6 @@ def cmd_diagnose(args: Any) -> int:
     from .config import load_config
     from .problems import UsageError
 
-    if args.top < 1:
-        raise UsageError("--top must be at least 1")
     if args.follow and (len(args.logs) != 1 or args.logs[0] == "-"):
         raise UsageError("--follow takes exactly one log file (not -)")
     if args.logs.count("-") > 1:

@@ -278,4 +278,15 @@ def test_the_command_exits_with_mains_code_and_delivers_all_its_output(sample: P
     bad = subprocess.run([*argv, "check", "--entries", str(tmp_path / "missing")], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and "entries folder not found" in bad.stderr
     usage = subprocess.run([*argv, "build", "--jobs", "many"], capture_output=True, text=True, timeout=120)
-    assert usage.returncode == 2 and "invalid int value" in usage.stderr
+    assert usage.returncode == 2 and "argument --jobs: 'many' is not a whole number" in usage.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["search", "oom", "--top", "0"], ["search", "oom", "--top", "-1"], ["search", "oom", "--top", "1.5"],
+    ["diagnose", "--top", "0", "x.log"], ["build", "--jobs", "0"], ["build", "--jobs", "-2"],
+])
+def test_a_count_option_below_one_is_a_usage_error(run_cli, sample: Path, argv: list[str]) -> None:
+    """`--top -1` once printed all results but the last (a slice), and `--top 0` said nothing matched."""
+    code, out, err = run_cli(*argv, "--entries", str(sample))
+    option = argv[argv.index("--top") if "--top" in argv else argv.index("--jobs")]
+    assert code == 2 and f"argument {option}: " in err and not out
