@@ -221,6 +221,8 @@ def _build(
     pagefind: bool,
 ) -> BuildResult:
     global _RENDERER
+    if not templates.is_dir():
+        raise FailpediaError(f"{templates}: templates folder not found; pass --templates DIR")
     cache = BuildCache.open(cache_dir)
     out_abs = out.resolve() if out.exists() else out.absolute()
     stamp = input_stamp(

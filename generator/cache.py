@@ -240,6 +240,11 @@ class BuildCache:
         key = _secret() if folder is not None else None
         if folder is None or key is None:
             return cls(None)  # no key, no cache: every build is cold
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            why = "it is not a folder" if folder.exists() and not folder.is_dir() else e.strerror
+            raise FailpediaError(f"cannot keep the build cache in {folder}: {why}; pass --cache-dir DIR, or --no-cache") from None
         cache = cls(folder, key)
         try:
             payload = _read_signed(folder / "pages.json", key)

@@ -126,6 +126,19 @@ def test_a_broken_template_is_reported_at_its_line_and_leaves_the_site(run_cli, 
     assert "was left as it was" in err and tree_digest(built) == before
 
 
+def test_an_unusable_cache_or_templates_folder_is_an_error_not_a_traceback(run_cli, sample: Path, built: Path, tmp_path: Path) -> None:
+    before = tree_digest(built)
+    (tmp_path / "a-file").write_text("x")
+    for flags, message in [
+        (["--cache-dir", str(tmp_path / "a-file")], f"cannot keep the build cache in {tmp_path / 'a-file'}: it is not a folder"),
+        (["--cache-dir", str(tmp_path / "a-file/cache")], f"cannot keep the build cache in {tmp_path / 'a-file/cache'}: Not a directory"),
+        (["--templates", str(tmp_path / "missing")], f"{tmp_path / 'missing'}: templates folder not found; pass --templates DIR"),
+    ]:
+        code, out, err = run_cli("build", "--entries", str(sample), "--out", str(built), *flags)
+        assert code == 1 and message in err and "Traceback" not in err
+        assert tree_digest(built) == before
+
+
 def test_a_template_problem_survives_the_trip_from_a_render_worker() -> None:
     import pickle
 
