@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import pickle
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -76,7 +77,7 @@ def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: 
             results[path] = (replace(head, entry=partial(_blob, blob, again, path, key)), [])  # read when a page needs it
         else:
             misses.append((path, raw if raw is not None else read_entry(source, category, slug), key))
-    parsed = run_parallel(_parse_one, [(p, raw) for p, raw, _ in misses], jobs=jobs, min_items=64)
+    parsed = run_parallel(_parse_one, [(p, raw, cache.enabled) for p, raw, _ in misses], jobs=jobs, min_items=64)
     for (path, _raw, key), result in zip(misses, parsed):
         results[path] = result
         done = result[0]
@@ -96,7 +97,7 @@ def _blob(cached: Callable[[], bytes], raw: bytes | Callable[[], bytes], path: s
             raw = raw()
             if digest(raw) != key:
                 raise FailpediaError(f"{path} changed during the build; build again") from None
-        parsed, _ = _parse_one((path, raw))
+        parsed, _ = _parse_one((path, raw, True))
         if parsed is None or not isinstance(parsed.entry, bytes):  # its bytes passed before: cannot happen
             raise FailpediaError(f"{path}: the build cache disagrees with the file; build again with --no-cache") from None
         return parsed.entry
@@ -118,13 +119,24 @@ def _file_records(source: Source, hashes: dict[str, str], cache: BuildCache, sta
     return records
 
 
-def _parse_one(item: tuple[str, bytes]) -> ParseResult:
-    """Parse in a worker; only the positions later stages use travel back (a tenth of the pickle)."""
+def _parse_one(item: tuple[str, bytes, bool]) -> ParseResult:
+    """Parse in a worker; only the positions later stages use travel back (a tenth of the pickle).
+    For the build cache (`kept`), the entry travels with its page's HTML fragments, which the
+    cache keeps: a later build that re-renders the page for another reason (a template edit)
+    needs no markdown. A cold build renders them with the page instead (less to hold)."""
     from .validate import parse_entry
 
-    path, raw = item
+    path, raw, kept = item
     parsed, problems = parse_entry(raw, path)
-    return (parsed.slim() if parsed is not None else None), problems
+    if parsed is None:
+        return None, problems
+    if kept:
+        from .catalog import Stored
+        from .pages import entry_fragments
+
+        stored = Stored(parsed.entry, entry_fragments(parsed.entry))
+        parsed = replace(parsed, entry=pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL))
+    return parsed.slim(), problems
 
 
 def _page_key(page: Page, salt: str, templates: Renderer, entry_keys: dict[str, str], card_keys: dict[str, str]) -> str:

@@ -22,7 +22,7 @@ from .read import Source
 from .schema import Category, Entry, Tag
 from .validate import Head, Parsed, parse_categories, parse_entry, parse_tags, suggest
 
-__all__ = ["Catalog", "Record", "build_catalog", "normalize_tag"]
+__all__ = ["Catalog", "Record", "Stored", "build_catalog", "normalize_tag"]
 
 T = TypeVar("T")
 SIMILAR_COUNT = 5
@@ -45,13 +45,31 @@ class Record:
 
     @property
     def entry(self) -> Entry:
+        stored = self._stored()
+        return stored.entry if isinstance(stored, Stored) else stored
+
+    @property
+    def fragments(self) -> dict[str, Any] | None:
+        """The entry page's markdown and code as HTML, when the build kept them (pages.entry_fragments)."""
+        stored = self._stored()
+        return stored.fragments if isinstance(stored, Stored) else None
+
+    def _stored(self) -> Entry | Stored:
         if isinstance(self.source, Entry):
             return self.source
         return _unpickle(self.source if isinstance(self.source, bytes) else self.source())
 
 
+@dataclass(frozen=True)
+class Stored:
+    """What a build with a cache pickles of an entry: the model, and its page's HTML fragments."""
+
+    entry: Entry
+    fragments: dict[str, Any]
+
+
 @lru_cache(maxsize=8)
-def _unpickle(blob: bytes) -> Entry:
+def _unpickle(blob: bytes) -> Entry | Stored:
     """Our own pickle of an entry (from a parse worker, or the signed build cache). The few most
     recent are kept: a page asks several times, but a worker rendering thousands must not keep
     them all."""

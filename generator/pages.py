@@ -23,11 +23,11 @@ from .catalog import Catalog, Record
 from .config import Config
 from .gitdates import date_key
 from .diagnose import matcher_spec
-from .schema import STACK_NAMES, entry_json_schema
+from .schema import STACK_NAMES, Entry, entry_json_schema
 from .search import SearchIndex
 from .searchindex import PAIRS_ON_SEARCH_PAGE, search_doc, search_files, tag_pairs
 
-__all__ = ["Page", "entry_data", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages"]
+__all__ = ["Page", "entry_data", "entry_fragments", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages"]
 
 FEED_ITEMS = 50  # the most recently updated entries in feed.xml
 
@@ -86,27 +86,12 @@ def _entry_page(catalog: Catalog, rec: Record, config: Config, dates: dict[str, 
     return ctx
 
 
-def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[str, str]) -> dict[str, Any]:
-    e = rec.entry
-    cat = catalog.categories[rec.category]
-    stacks = []
-    for c in e.fix.code:
-        stacks.append(
-            {
-                "stack": c.stack.value,
-                "name": STACK_NAMES[c.stack],
-                "caption": md.inline(c.caption) if c.caption else None,
-                "html": Markup(md.code_block(c.code, c.language.value)),
-            }
-        )
-    faq = [{"q": f.q, "a": md.block(f.a)} for f in e.faq]
-    edit_url = f"{config.repo_url}/edit/{config.branch}/entries/{_key(rec)}" if config.repo_url else ""
-    issue_url = f"{config.repo_url}/issues/new?title={_quote('Problem in ' + rec.slug)}" if config.repo_url else ""
+def entry_fragments(e: Entry) -> dict[str, Any]:
+    """The costly part of an entry page's context, its markdown and highlighted code: a function
+    of the entry alone. A build with a cache makes it when it parses the entry and keeps it with
+    the model (catalog.Stored), so that a template edit re-renders the entry pages without
+    running markdown or Pygments again."""
     return {
-        "slug": rec.slug,
-        "e": e,
-        "tags": rec.tags,
-        "category": {"name": cat.name, "title": cat.title, "url": category_url(cat.name)},
         "mechanism": md.block(e.mechanism),
         "symptoms": [{"signal": md.inline(s.signal), "why": md.inline(s.why)} for s in e.symptoms],
         "observe": [md.inline(x) for x in e.observe],
@@ -114,11 +99,30 @@ def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[st
         "confirm": [md.inline(x) for x in e.confirm],
         "steps": [md.block(x) for x in e.fix.steps],
         "fix_summary": md.inline(e.fix.summary),
-        "code": stacks,
+        "code": [
+            {"stack": c.stack.value, "name": STACK_NAMES[c.stack], "caption": md.inline(c.caption) if c.caption else None,
+             "html": Markup(md.code_block(c.code, c.language.value))}
+            for c in e.fix.code
+        ],
         "verify": {"html": Markup(md.code_block(e.fix.verify.code, e.fix.verify.language.value)), "expect": md.block(e.fix.verify.expect)},
         "prevention": [md.inline(x) for x in e.prevention],
-        "faq": faq,
+        "faq": [{"q": f.q, "a": md.block(f.a)} for f in e.faq],
         "dead_ends": [{"attempt": md.inline(d.attempt), "why": md.inline(d.why)} for d in e.dead_ends],
+    }
+
+
+def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[str, str]) -> dict[str, Any]:
+    e = rec.entry
+    cat = catalog.categories[rec.category]
+    fragments = rec.fragments or entry_fragments(e)
+    edit_url = f"{config.repo_url}/edit/{config.branch}/entries/{_key(rec)}" if config.repo_url else ""
+    issue_url = f"{config.repo_url}/issues/new?title={_quote('Problem in ' + rec.slug)}" if config.repo_url else ""
+    return {
+        "slug": rec.slug,
+        "e": e,
+        "tags": rec.tags,
+        "category": {"name": cat.name, "title": cat.title, "url": category_url(cat.name)},
+        **fragments,
         "versions": e.versions,
         "fingerprints": e.fingerprints,
         **_link_groups(catalog, rec),
@@ -129,7 +133,7 @@ def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[st
         "jsonld": Markup(_json(seo.entry_graph(
             e, url=config.base_url + entry_url(rec.slug), site_title=config.title, site_url=config.base_url, category_title=cat.title,
             category_url=config.base_url + category_url(cat.name), tags=rec.tags, updated=dates.get(_key(rec), ""),
-            faq_html=[f["a"] for f in faq],
+            faq_html=[f["a"] for f in fragments["faq"]],
         ))),
     }
 

@@ -86,7 +86,8 @@ def _digest(text: str) -> str:
 @dataclass(frozen=True)
 class Parsed:
     """A valid entry with the source positions kept for cross-entry messages. `entry` is the
-    model, or (in the build cache and from parse workers) its pickle, loaded when first used."""
+    model, or (in the build cache and from parse workers) its pickle, loaded when first used:
+    of the model alone, or of a catalog.Stored (the model and its page's HTML fragments)."""
 
     entry: Entry | bytes | Callable[[], bytes] | None  # the model, its pickle, or where to read it
     loaded: Loaded | PackedPositions  # PackedPositions once slim: only `where` is asked of it

@@ -265,6 +265,23 @@ def test_an_edit_to_an_imported_template_re_renders_the_pages_that_import_it(pro
     assert not {p for p in redone if p.startswith("api/")}
 
 
+def test_a_template_edit_re_renders_the_entry_pages_from_their_kept_fragments(project, monkeypatch) -> None:
+    """An entry page's markdown and highlighted code are kept with the parsed entry in the cache:
+    a template edit renders the entry pages again without running markdown or Pygments."""
+    import generator.markdown as md
+
+    incremental(project)
+    calls: list[str] = []
+    for name in ("block", "inline", "code_block"):
+        monkeypatch.setattr(md, name, lambda *a, _real=getattr(md, name), _name=name, **k: calls.append(_name) or _real(*a, **k))
+    CHANGES["template"](project)
+    assert incremental(project).rendered == 3 and calls == []
+    CHANGES["entry text"](project)  # an edited entry is parsed again: its fragments are made anew
+    incremental(project)
+    assert "block" in calls and "code_block" in calls
+    assert_same_as_cold(project)
+
+
 def test_a_template_that_names_another_by_a_variable_depends_on_every_template(project) -> None:
     from generator.render import Renderer
 
