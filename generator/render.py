@@ -20,7 +20,7 @@ from .pages import Page
 from .problems import BuildFailed, Problem
 from .schema import STACK_NAMES
 
-__all__ = ["TEMPLATES", "Renderer", "TemplateCache", "template_problem"]
+__all__ = ["TEMPLATES", "Renderer", "TemplateCache"]
 
 
 class TemplateCache(BytecodeCache):
@@ -113,10 +113,10 @@ def _reported(page: str | None = None) -> Iterator[None]:
     try:
         yield
     except TemplateError as e:
-        raise BuildFailed([template_problem(e, page)]) from None
+        raise BuildFailed([_template_problem(e, page)]) from None
 
 
-def template_problem(e: TemplateError, page: str | None = None) -> Problem:
+def _template_problem(e: TemplateError, page: str | None = None) -> Problem:
     """Where a template went wrong. A syntax error names its file and line; an error while
     rendering (an undefined name, a bad filter argument) is placed at the last template line in
     its traceback, which Jinja rewrites to point into the template's own source."""

@@ -100,13 +100,9 @@ def _digest_tree(root: Path, known: dict[str, tuple[tuple[int, int, int], str]])
     return out
 
 
-def _unexpected(e: BaseException, templates: Path) -> Problem:
-    """An error that is not a list of entry problems (a template typo, a bad setting) as a Problem."""
-    from jinja2 import TemplateSyntaxError
-
-    if isinstance(e, TemplateSyntaxError):
-        where = e.filename or str(templates / (e.name or "?"))
-        return Problem(where, e.lineno or 0, 0, f"template error: {e.message}")
+def _unexpected(e: BaseException) -> Problem:
+    """An error that is not a list of problems (a bad setting, a folder the build cannot write) as
+    a Problem. Template errors arrive as problems already (render.py places them)."""
     if isinstance(e, FailpediaError):
         return Problem("build", 0, 0, str(e))
     return Problem("build", 0, 0, f"{type(e).__name__}: {e}")
@@ -148,7 +144,7 @@ class Builder:
             except BuildFailed as e:
                 state = BuildState(self.state.build + 1, False, tuple(e.problems), (), time.monotonic() - start)
             except Exception as e:  # the server must survive any failed build; it reports it instead
-                state = BuildState(self.state.build + 1, False, (_unexpected(e, self.templates),), (), time.monotonic() - start)
+                state = BuildState(self.state.build + 1, False, (_unexpected(e),), (), time.monotonic() - start)
             else:
                 tree = _digest_tree(self.out, self._tree)
                 changed = sorted(p for p in tree.keys() | self._tree.keys() if tree.get(p, ("", ""))[1] != self._tree.get(p, ("", ""))[1])

@@ -417,3 +417,21 @@ def test_stopping_the_server_stops_a_running_index(project: Path, tmp_path: Path
     started = time.monotonic()
     builder.stop()
     assert proc.wait(TIMEOUT) != 0 and time.monotonic() - started < 5
+
+
+def test_a_template_error_is_reported_at_its_line_and_the_last_good_site_stays(project: Path, tmp_path: Path) -> None:
+    from generator.config import Config
+    from generator.serve import Builder
+
+    builder = Builder(project / "entries", project / "site", Config(base_url="http://127.0.0.1/"), project / "templates", tmp_path / "cache")
+    try:
+        assert builder.rebuild().ok
+        good = (project / "site/tags/oom/index.html").read_bytes()
+        tag = project / "templates/tag.html"
+        tag.write_text(tag.read_text().replace("{{ tag.description }}", "{{ tag.descriptio }}"))
+        state = builder.rebuild()
+        assert not state.ok and [str(p) for p in state.problems] == [
+            f"{tag}:6:1: error: template error: 'generator.schema.Tag object' has no attribute 'descriptio' (rendering tags/ddp/index.html)"]
+        assert (project / "site/tags/oom/index.html").read_bytes() == good
+    finally:
+        builder.stop()
