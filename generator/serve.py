@@ -501,7 +501,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     templates = Path(args.templates) if args.templates else TEMPLATES
     if not templates.is_dir():
-        raise FailpediaError(f"{templates}: templates folder not found")
+        raise FailpediaError(f"{templates}: templates folder not found; pass --templates DIR")
     from .build import DEFAULT_CACHE
 
     server = DevServer(Path(args.entries), Path(args.out), config, args.host, args.port, log, templates, Path(args.project) / DEFAULT_CACHE)
