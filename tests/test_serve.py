@@ -430,8 +430,9 @@ def test_a_template_error_is_reported_at_its_line_and_the_last_good_site_stays(p
         tag = project / "templates/tag.html"
         tag.write_text(tag.read_text().replace("{{ tag.description }}", "{{ tag.descriptio }}"))
         state = builder.rebuild()
-        assert not state.ok and [str(p) for p in state.problems] == [
-            f"{tag}:6:1: error: template error: 'generator.schema.Tag object' has no attribute 'descriptio' (rendering tags/ddp/index.html)"]
+        assert not state.ok and len(state.problems) == 1
+        assert str(state.problems[0]).startswith(
+            f"{tag}:6:1: error: template error: 'generator.schema.Tag object' has no attribute 'descriptio' (rendering tags/")
         assert (project / "site/tags/oom/index.html").read_bytes() == good
     finally:
         builder.stop()
