@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cache import BuildCache, code_version, digest, input_stamp
-from .config import TEMPLATES, Config
+from .config import TEMPLATES, Config, require_templates
 from .gitdates import date_key, git_dates, git_head
 from .indexer import INDEX_DIRS
 from .parallel import run_parallel
@@ -77,7 +77,7 @@ def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: 
             results[path] = (replace(head, entry=partial(_blob, blob, again, path, key)), [])  # read when a page needs it
         else:
             misses.append((path, raw if raw is not None else read_entry(source, category, slug), key))
-    parsed = run_parallel(_parse_one, [(p, raw, cache.enabled) for p, raw, _ in misses], jobs=jobs, min_items=64)
+    parsed = run_parallel(partial(_parse_one, kept=cache.enabled), [(p, raw) for p, raw, _ in misses], jobs=jobs, min_items=64)
     for (path, _raw, key), result in zip(misses, parsed):
         results[path] = result
         done = result[0]
@@ -97,7 +97,7 @@ def _blob(cached: Callable[[], bytes], raw: bytes | Callable[[], bytes], path: s
             raw = raw()
             if digest(raw) != key:
                 raise FailpediaError(f"{path} changed during the build; build again") from None
-        parsed, _ = _parse_one((path, raw, True))
+        parsed, _ = _parse_one((path, raw), kept=True)
         if parsed is None or not isinstance(parsed.entry, bytes):  # its bytes passed before: cannot happen
             raise FailpediaError(f"{path}: the build cache disagrees with the file; build again with --no-cache") from None
         return parsed.entry
@@ -119,14 +119,14 @@ def _file_records(source: Source, hashes: dict[str, str], cache: BuildCache, sta
     return records
 
 
-def _parse_one(item: tuple[str, bytes, bool]) -> ParseResult:
+def _parse_one(item: tuple[str, bytes], kept: bool) -> ParseResult:
     """Parse in a worker; only the positions later stages use travel back (a tenth of the pickle).
     For the build cache (`kept`), the entry travels with its page's HTML fragments, which the
     cache keeps: a later build that re-renders the page for another reason (a template edit)
     needs no markdown. A cold build renders them with the page instead (less to hold)."""
     from .validate import parse_entry
 
-    path, raw, kept = item
+    path, raw = item
     parsed, problems = parse_entry(raw, path)
     if parsed is None:
         return None, problems
@@ -233,8 +233,7 @@ def _build(
     pagefind: bool,
 ) -> BuildResult:
     global _RENDERER
-    if not templates.is_dir():
-        raise FailpediaError(f"{templates}: templates folder not found; pass --templates DIR")
+    require_templates(templates)
     cache = BuildCache.open(cache_dir)
     out_abs = out.resolve() if out.exists() else out.absolute()
     stamp = input_stamp(

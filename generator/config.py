@@ -8,9 +8,15 @@ from pathlib import Path
 
 from .problems import FailpediaError
 
-__all__ = ["TEMPLATES", "Config", "load_config"]
+__all__ = ["TEMPLATES", "Config", "load_config", "require_templates"]
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"  # the default site templates
+
+
+def require_templates(folder: Path) -> None:
+    """`build` and `serve` refuse a templates folder that is not there, before any work."""
+    if not folder.is_dir():
+        raise FailpediaError(f"{folder}: templates folder not found; pass --templates DIR")
 
 
 @dataclass(frozen=True)

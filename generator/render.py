@@ -78,7 +78,7 @@ class Renderer:
                     raise
                 text, path = sources[parent]
                 line = text.count("\n", 0, max(0, text.find(current))) + 1
-                raise BuildFailed([Problem(path or parent, line, 0, f"template error: no template named '{current}' in the templates folder")]) from None
+                raise BuildFailed([Problem(path or parent, line, 0, f"template error: {_missing(current)}")]) from None
             referenced = list(meta.find_referenced_templates(self.env.parse(sources[current][0], current, sources[current][1])))
             if None in referenced:  # a name computed at render time: it may be any file
                 sources = {n: self._source(n) for n in self.env.list_templates()}
@@ -107,6 +107,10 @@ class Renderer:
             return self.env.get_template(page.template).render(page.full_context()).encode("utf-8")
 
 
+def _missing(name: str) -> str:
+    return f"no template named '{name}' in the templates folder"
+
+
 @contextmanager
 def _reported(page: str | None = None) -> Iterator[None]:
     """A template's error as a build problem (file, line, what went wrong), not a traceback."""
@@ -125,7 +129,7 @@ def _template_problem(e: TemplateError, page: str | None = None) -> Problem:
         return Problem(e.filename or e.name or "templates", e.lineno or 0, 0, f"template error: {e.message}{rendering}")
     frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.endswith(".py")]
     path, line = (frames[-1].filename, frames[-1].lineno or 0) if frames else ("templates", 0)
-    message = f"no template named '{e.name}' in the templates folder" if isinstance(e, TemplateNotFound) else e.message or type(e).__name__
+    message = _missing(e.name) if isinstance(e, TemplateNotFound) else e.message or type(e).__name__
     return Problem(path, line, 0, f"template error: {message}{rendering}")
 
 

@@ -490,7 +490,7 @@ def _relative(path: Path) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .config import load_config
+    from .config import load_config, require_templates
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is not a port number (0-65535)")
@@ -500,8 +500,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(message, flush=True)
 
     templates = Path(args.templates) if args.templates else TEMPLATES
-    if not templates.is_dir():
-        raise FailpediaError(f"{templates}: templates folder not found; pass --templates DIR")
+    require_templates(templates)
     from .build import DEFAULT_CACHE
 
     server = DevServer(Path(args.entries), Path(args.out), config, args.host, args.port, log, templates, Path(args.project) / DEFAULT_CACHE)
