@@ -31,6 +31,7 @@ from .schema import (
     Fix,
     Language,
     Reference,
+    Reproduce,
     Stack,
     Symptom,
     Verify,
@@ -48,7 +49,7 @@ TAG_PLACEHOLDER = "<fill in a tag from tags.yaml>"
 
 # Every model an entry is made of, in the order the guide shows them.
 GUIDE_MODELS: tuple[type[BaseModel], ...] = (
-    Entry, Fingerprint, Symptom, Fix, CodeExample, Verify, FaqItem, VersionRange, DeadEnd, Reference,
+    Entry, Fingerprint, Symptom, Fix, CodeExample, Verify, FaqItem, VersionRange, DeadEnd, Reference, Reproduce,
 )
 
 # The new entry. `{doc:Model.field}` becomes the first sentence of that field's docstring.
@@ -161,6 +162,14 @@ references:
   - title: <fill in what the link is, e.g. DistributedDataParallel (PyTorch docs)>
     # {doc:Reference.url}
     url: https://example.com/TODO-paste-the-source-url
+# {doc:Entry.reproduce} To add one, uncomment and fill in:
+# reproduce:
+#   platform: cpu   # {doc:Reproduce.platform}
+#   packages: ['torch>=2.6,<3']   # {doc:Reproduce.packages}
+#   matches: [0]   # {doc:Reproduce.matches}
+#   timeout: 300   # {doc:Reproduce.timeout}
+#   script: |   # {doc:Reproduce.script}
+#     import torch
 """
 
 _MODELS = {m.__name__: m for m in GUIDE_MODELS}

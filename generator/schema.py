@@ -24,7 +24,9 @@ __all__ = [
     "Fingerprint",
     "Fix",
     "Language",
+    "Platform",
     "Reference",
+    "Reproduce",
     "Stack",
     "Strength",
     "Symptom",
@@ -258,6 +260,34 @@ class Fix(_Model):
     """How to confirm that the fix worked."""
 
 
+class Platform(str, Enum):
+    """What a reproduction needs to run."""
+
+    cpu = "cpu"
+    cuda = "cuda"
+    multi_gpu = "multi-gpu"
+
+
+Requirement = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,60}(\[[A-Za-z0-9,._-]+\])?\s*([\x3c\x3e=!~]=?[^\s,;]+\s*(,\s*[\x3c\x3e=!~]=?[^\s,;]+\s*)*)?$")]
+"""A pip requirement specifier: a package name and an optional version range, as pip writes them."""
+
+
+class Reproduce(_Model):
+    """A short script that makes this failure happen, run only by `failpedia verify` (in a subprocess,
+    a scratch folder and a minimal environment; never by check, build or serve)."""
+
+    platform: Platform = Platform.cpu
+    """cpu, cuda or multi-gpu: what the script needs. Only cpu reproductions run on an ordinary machine."""
+    packages: Annotated[list[Requirement], Field(max_length=20)] = []
+    """Packages the script imports, as pip requirement specifiers with a pinned range (at least one release, below the next major)."""
+    script: Annotated[str, StringConstraints(min_length=1, max_length=20_000), AfterValidator(_clean_text)]
+    """The Python script. It should fail the way a real run does, printing the error text."""
+    matches: Annotated[list[Annotated[int, Field(ge=0, le=19)]], Field(min_length=1, max_length=20)]
+    """Indexes (from 0) of the fingerprints that the script's output must match."""
+    timeout: Annotated[int, Field(ge=1, le=1800)] = 300
+    """Seconds the script may run."""
+
+
 class FaqItem(_Model):
     """A question people really ask about this failure, and its answer."""
 
@@ -335,6 +365,8 @@ class Entry(_Model):
     """Slugs of failures this one triggers downstream (e.g. on other ranks)."""
     references: Annotated[list[Reference], Field(min_length=1, max_length=40)]
     """Sources for the facts on the page."""
+    reproduce: Reproduce | None = None
+    """Optional: a script that reproduces the failure, checked by `failpedia verify`."""
 
 
 class Tag(_Model):

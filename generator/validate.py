@@ -266,6 +266,16 @@ def _check_code(entry: Entry, loaded: Loaded, path: str) -> list[Problem]:
     snippets = [(("fix", "code", i, "code"), c.language, c.code) for i, c in enumerate(entry.fix.code)]
     snippets.append((("fix", "verify", "code"), entry.fix.verify.language, entry.fix.verify.code))
     out = []
+    if entry.reproduce is not None:
+        snippets.append((("reproduce", "script"), Language.python, entry.reproduce.script))
+        for k, index in enumerate(entry.reproduce.matches):
+            if index >= len(entry.fingerprints):
+                line, col = loaded.where(("reproduce", "matches", k))
+                out.append(Problem(
+                    path, line, col,
+                    f"reproduce.matches[{k}]: there is no fingerprint {index}; the entry has "
+                    f"{len(entry.fingerprints)} (numbered from 0)",
+                ))
     for loc, language, code in snippets:
         if language is not Language.python:
             continue
