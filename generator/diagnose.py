@@ -24,6 +24,8 @@ the browser one. Both follow the same rules, step by step:
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import gzip
 import io
 import json
@@ -181,6 +183,19 @@ class Matcher:
             return
         self.carry = buf[cut + 1 :]
         self._process(buf[: cut + 1])
+
+    def snapshot(self) -> "Matcher":
+        """A copy whose state can be fed more (e.g. a log's unfinished last line) without changing
+        this matcher's: the per-fingerprint state is copied, the compiled patterns shared."""
+        probe = copy.copy(self)
+        probe.state = [
+            dataclasses.replace(
+                s, evidence=list(s.evidence), pending=list(s.pending),
+                near_lines=deque(list(e) for e in s.near_lines),
+            )
+            for s in self.state
+        ]
+        return probe
 
     def close(self) -> None:
         if self.carry:
@@ -470,15 +485,7 @@ def _follow(spec: dict[str, Any], path: str, base_url: str, args: Any) -> int:
                 m.feed(data)
                 continue
             # No new data: match the unterminated last line too, without consuming it.
-            probe = Matcher(spec, path)
-            probe.state = [
-                _FpState(
-                    s.count, s.near_confirmed, list(s.evidence), s.last_near, list(s.pending),
-                    deque(list(e) for e in s.near_lines), s.previous, s.streak, s.good,
-                )
-                for s in m.state
-            ]
-            probe.line_base = m.line_base
+            probe = m.snapshot()
             if m.carry:
                 probe._process(m.carry + b"\n")
             matches = rank_hits(spec, [probe], base_url)

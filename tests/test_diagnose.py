@@ -306,3 +306,21 @@ def test_text_output_shows_control_characters_instead_of_obeying_them(run_cli, s
     assert code == 0
     assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
     assert "\\x1b]0;pwned\\x07 \\u202etxt" in out
+
+
+def test_snapshot_feeds_an_unfinished_line_without_touching_the_matcher(tmp_path: Path) -> None:
+    # `--follow` matches the last, still-unterminated line on a snapshot. With a `near` fingerprint
+    # that has a pending hit and remembered near-lines, the copy once swapped the two fields and
+    # crashed (AttributeError: 'list' object has no attribute 'line').
+    spec = near_spec(tmp_path)
+    m = Matcher(spec, "live.log")
+    m.feed(f"allreduce warm-up\nx\nx\nx\nx\n{OOM}\nx\nin Reducer::prepare".encode())  # unfinished last line
+    before = [(s.count, list(s.pending), len(s.near_lines)) for s in m.state]
+    assert any(pending and lines for _, pending, lines in before)  # the state that used to be swapped
+    probe = m.snapshot()
+    probe._process(m.carry + b"\n")
+    assert [x.slug for x in rank_hits(spec, [probe])][0] == "ddp-oom"
+    assert [(s.count, list(s.pending), len(s.near_lines)) for s in m.state] == before
+    m.feed(b"\n")
+    m.close()
+    assert [x.slug for x in rank_hits(spec, [m])][0] == "ddp-oom"
