@@ -8,9 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .problems import BuildFailed, FailpediaError, Problem
 
@@ -132,6 +134,83 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_run_diagnosis(result: Any, top: int) -> None:
+    from .load import shown
+
+    code = result.returncode
+    how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+    err = sys.stderr
+    print(f"\nfailpedia: the job {how}.", file=err)
+    if not result.matches:
+        print("failpedia: no known failure matched its output.", file=err)
+        return
+    first, rest = result.matches[0], result.matches[1:top]
+    ranks = sorted({e.rank for e in first.evidence if e.rank is not None})
+    where = f", rank {ranks[0]}" if len(ranks) == 1 else f", ranks {', '.join(map(str, ranks))}" if ranks else ""
+    print(f"failpedia: diagnosis: {first.title} ({first.role}{where})", file=err)
+    if first.summary:
+        print(f"  Quick answer: {first.summary}", file=err)
+    if first.fix:
+        print(f"  Fix: {first.fix}", file=err)
+    print(f"  Entry: {first.url}", file=err)
+    for e in first.evidence:
+        rank = f" [rank {e.rank}]" if e.rank is not None else ""
+        print(f"  {e.file}:{e.line}{rank}  {shown(e.text, 300)}", file=err)
+    for m in rest:
+        label = "consequence" if m.role == "collateral" else "also matched"
+        print(f"  {label}: {m.title} ({m.url})", file=err)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .diagnose import _load_spec
+    from .launcher import RunResult, supervise
+    from .problems import UsageError
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise UsageError("give the command to run after --, e.g. failpedia run -- torchrun --nproc-per-node 8 train.py")
+    spec = _load_spec(args.entries)
+    base_url = load_config(Path(".")).base_url
+
+    def early(matches: list[Any]) -> None:
+        print(f"\nfailpedia: {matches[0].title} detected while the job runs ({matches[0].url})", file=sys.stderr, flush=True)
+
+    try:
+        result: RunResult = supervise(
+            command, spec, sys.stdout.buffer, sys.stderr.buffer,
+            on_definitive=None if args.quiet else early, tail_lines=args.tail, base_url=base_url,
+        )
+    except OSError as e:
+        raise UsageError(f"cannot start {command[0]}: {e.strerror or e}") from None
+    if result.failed or result.early:
+        sys.stdout.flush()
+        _print_run_diagnosis(result, args.top)
+    if args.json:
+        path = Path(args.json)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(result.as_json(command, args.top), indent=2) + "\n")
+        tmp.replace(path)
+    if result.returncode < 0:  # die the way the child died, so a scheduler sees the same status
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if -result.returncode not in (signal.SIGKILL, signal.SIGSTOP):  # those two cannot be caught anyway
+            signal.signal(-result.returncode, signal.SIG_DFL)
+        os.kill(os.getpid(), -result.returncode)
+        return 128 - result.returncode  # the shell's convention, should the signal not end us
+    return result.returncode
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .knowledge import Knowledge
+    from .mcpserver import make_server
+
+    knowledge = Knowledge.load(Path(args.entries), load_config(Path(args.project)).base_url)
+    make_server(knowledge).run("stdio")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="failpedia", description="Build and query the Failpedia encyclopedia of ML-training failures.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -191,6 +270,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help='print {"query": ..., "results": [{"slug", "title", "url", "score", "tags"}, ...]}')
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=_lazy("search", "cmd_search"))
+
+    p = sub.add_parser(
+        "run", help="run a training command, pass its output through, and diagnose it when it fails",
+        description="Run CMD with its output passed through unchanged; when it fails (or a definitive "
+        "fingerprint fires while it runs) print the diagnosis on stderr. Exits with CMD's status.",
+    )
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command, after --")
+    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--json", default=None, metavar="FILE", help="also write the diagnosis as JSON to FILE (for schedulers)")
+    p.add_argument("--top", type=_at_least_one, default=3, metavar="N", help="show at most N matches (default: 3)")
+    p.add_argument("--tail", type=_at_least_one, default=20, metavar="N", help="lines kept per rank for --json (default: 20)")
+    p.add_argument("--quiet", action="store_true", help="no notice while the job runs; only the diagnosis at the end")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("mcp", help="serve the encyclopedia to coding agents (Model Context Protocol, stdio)")
+    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_mcp)
     return parser
 
 

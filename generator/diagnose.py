@@ -43,7 +43,7 @@ from ahocorasick_rs import BytesAhoCorasick
 from .load import shown
 from .patterns import MAX_LINE, compile_pattern, plain_number, required_literals
 
-__all__ = ["Match", "Matcher", "diagnose_bytes", "matcher_spec", "rank_hits"]
+__all__ = ["Match", "Matcher", "diagnose_bytes", "matcher_spec", "rank_hits", "rank_of"]
 
 MIN_SCORE = 6
 NEAR_BONUS = 2
@@ -121,6 +121,8 @@ class Match:
     confidence: float
     role: str  # initiating | candidate | collateral
     evidence: tuple[Evidence, ...]
+    summary: str = ""  # the entry's quick answer
+    fix: str = ""  # the entry's recommended fix, in one line
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -139,7 +141,7 @@ def _segments(line: str) -> list[str]:
     return [s[:MAX_LINE] for s in line.split("\r")] if "\r" in line else [line[:MAX_LINE]]
 
 
-def _rank_of(line: str) -> int | None:
+def rank_of(line: str) -> int | None:
     head = line[:120]
     for rx in _RANK_RES:
         m = rx.search(head)
@@ -236,7 +238,7 @@ class Matcher:
             found = next((m for m in map(self.patterns[i].search, segments) if m), None)
             if found is None:
                 continue
-            ev = Evidence(self.file, number, _rank_of(line), found.string.strip()[:EVIDENCE_CHARS])
+            ev = Evidence(self.file, number, rank_of(line), found.string.strip()[:EVIDENCE_CHARS])
             if self.fps[i].get("rising") or self.fps[i].get("share_above"):
                 self._numeric(i, found, ev)
             else:
@@ -358,7 +360,10 @@ def rank_hits(spec: dict[str, Any], matchers: Iterable[Matcher], base_url: str =
     for slug, total, evs in candidates:
         role = "initiating" if slug == initiating else "collateral" if slug in collateral else "candidate"
         e = entries[slug]
-        out.append(Match(slug, e["title"], base_url + e["url"], total, round(min(1.0, total / 10), 2), role, tuple(x[1] for x in evs)))
+        out.append(Match(
+            slug, e["title"], base_url + e["url"], total, round(min(1.0, total / 10), 2), role, tuple(x[1] for x in evs),
+            e.get("summary", ""), e.get("fix", ""),
+        ))
     role_order = {"initiating": 0, "candidate": 1, "collateral": 2}
     out.sort(key=lambda m: role_order[m.role])  # stable: score order stays within a role
     return out
