@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 DEPS_STAMP := $(VENV)/.deps-$(shell cksum pyproject.toml | cut -d' ' -f1)
 TEST_STAMP := $(VENV)/.test-deps-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: site test check serve clean chromium java
+.PHONY: site test check serve clean chromium java neovim vscode-check
 
 site: $(DEPS_STAMP)
 	$(PY) -m generator build
@@ -16,7 +16,7 @@ check: $(DEPS_STAMP)
 serve: $(DEPS_STAMP)
 	$(PY) -m generator serve
 
-test: $(TEST_STAMP) chromium java
+test: $(TEST_STAMP) chromium java neovim vscode-check
 	$(PY) -m pytest -q
 
 $(VENV)/bin/python:
@@ -48,6 +48,22 @@ java:
 	  echo "installing Debian's headless Java for the HTML validity test"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq default-jre-headless >/dev/null; }
+
+# The editor tests drive Debian's Neovim as a second LSP client.
+neovim:
+	@command -v nvim >/dev/null 2>&1 || { \
+	  echo "installing Debian's neovim for the editor tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq neovim >/dev/null; }
+
+# The VS Code extension is type-checked where Node is present (its packages from the npm registry).
+VSCODE := editors/vscode
+vscode-check:
+	@if command -v npm >/dev/null 2>&1; then \
+	  if [ ! -f $(VSCODE)/node_modules/.stamp ] || [ $(VSCODE)/package-lock.json -nt $(VSCODE)/node_modules/.stamp ]; then \
+	    (cd $(VSCODE) && npm ci --no-audit --no-fund --loglevel=error >/dev/null) && touch $(VSCODE)/node_modules/.stamp; fi; \
+	  (cd $(VSCODE) && npx --no-install tsc -p . --noEmit) && echo "VS Code extension: type check passed"; \
+	else echo "npm not found: the VS Code extension's type check is skipped"; fi
 
 clean:
 	rm -rf site .cache .pytest_cache

@@ -7,6 +7,7 @@ same job with its output sent straight to /dev/null (the cost of passing it thro
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import subprocess
@@ -50,10 +51,16 @@ def main() -> None:
         job = Path(tmp) / "job.py"
         job.write_text(JOB)
         plain = measure([sys.executable, str(job), str(args.mib)])
-        wrapped = measure([sys.executable, "-m", "generator", "run", "--", sys.executable, str(job), str(args.mib)])
+        report = Path(tmp) / "run.json"
+        wrapped = measure([sys.executable, "-m", "generator", "run", "--json", str(report), "--", sys.executable, str(job), str(args.mib)])
+        data = json.loads(report.read_text())
     print(f"job alone:        {plain[0]:6.1f} s  exit {plain[2]}")
     print(f"failpedia run:    {wrapped[0]:6.1f} s  exit {wrapped[2]}  peak RSS {wrapped[1]:.0f} MiB  "
-          f"({args.mib / wrapped[0]:.0f} MiB/s, {wrapped[0] / plain[0]:.1f}x the job alone)")
+          f"({args.mib / wrapped[0]:.0f} MiB/s passed through)")
+    matched = (data["printed_bytes"] - data["skipped_bytes"]) / 2**20
+    print(f"matched {matched:.0f} of {data['printed_bytes'] / 2**20:.0f} MiB (the rest counted, not read: the job printed "
+          f"faster than the matcher reads); diagnosis: {data['matches'][0]['slug'] if data['matches'] else None}, "
+          f"rank {data['initiating_rank']}")
 
 
 if __name__ == "__main__":

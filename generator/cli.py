@@ -141,6 +141,9 @@ def _print_run_diagnosis(result: Any, top: int) -> None:
     how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
     err = sys.stderr
     print(f"\nfailpedia: the job {how}.", file=err)
+    if result.skipped:
+        print(f"failpedia: the job printed {result.printed / 2**20:.0f} MiB faster than it could be matched; "
+              f"{result.skipped / 2**20:.0f} MiB of it were counted but not read", file=err)
     if not result.matches:
         print("failpedia: no known failure matched its output.", file=err)
         return
@@ -208,6 +211,16 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     knowledge = Knowledge.load(Path(args.entries), load_config(Path(args.project)).base_url)
     make_server(knowledge).run("stdio")
+    return 0
+
+
+def cmd_lsp(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .lsp import make_server
+
+    site = Path(args.site).resolve()
+    server = make_server(Path(args.entries).resolve(), load_config(Path(args.project)).base_url, site if site.is_dir() else None)
+    server.start_io()
     return 0
 
 
@@ -288,6 +301,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_mcp)
+
+    p = sub.add_parser("lsp", help="a language server on stdio: diagnostics for logs and entries in your editor")
+    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--site", default="site", metavar="DIR", help="built site whose pages code actions open, when present (default: site)")
+    p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_lsp)
     return parser
 
 

@@ -186,6 +186,15 @@ class Matcher:
         self.carry = buf[cut + 1 :]
         self._process(buf[: cut + 1])
 
+    def skip(self, newlines: int, rest: bytes) -> None:
+        """Count lines without matching them (the caller could not keep up with the log): the
+        skipped data held `newlines` line ends, and `rest` came after its last one."""
+        if newlines:
+            self.line_base += newlines
+            self.carry = rest[-CHUNK:]
+        else:
+            self.carry = (self.carry + rest)[-CHUNK:]
+
     def snapshot(self) -> "Matcher":
         """A copy whose state can be fed more (e.g. a log's unfinished last line) without changing
         this matcher's: the per-fingerprint state is copied, the compiled patterns shared."""

@@ -10,11 +10,15 @@ status.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import selectors
 import signal
 import subprocess
+import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +30,9 @@ from .diagnose import ANSI_PATTERN, Match, Matcher, rank_hits, rank_of
 __all__ = ["FORWARDED", "RankTails", "RunResult", "supervise"]
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
-READ_SIZE = 1 << 16
+READ_SIZE = 1 << 20
+PIPE_SIZE = 1 << 20
+FINAL_BACKLOG = 8 << 20  # at exit, match at most this much of what is still waiting: the end of a log decides
 DEFINITIVE_SCORE = 10  # a fingerprint this strong names its failure alone: report it while the job runs
 MAX_RANKS = 1024
 TAIL_LINE_CHARS = 2000
@@ -78,6 +84,8 @@ class RunResult:
     matches: list[Match]
     tails: RankTails
     early: list[Match] = field(default_factory=list)  # what was reported while the job ran
+    printed: int = 0  # bytes the job printed
+    skipped: int = 0  # bytes counted but not matched: the job printed faster than the matcher reads
 
     @property
     def failed(self) -> bool:
@@ -93,12 +101,62 @@ class RunResult:
             "matches": [m.as_json() for m in self.matches[:top]],
             "initiating_rank": rank,
             "tail": self.tails.of(rank) if first else [],
+            "printed_bytes": self.printed,
+            "skipped_bytes": self.skipped,
         }
 
 
 def _definitive(spec: dict[str, Any], matchers: Sequence[Matcher]) -> bool:
     fps = spec["fingerprints"]
     return any(st.count and fps[i]["score"] >= DEFINITIVE_SCORE for m in matchers for i, st in enumerate(m.state))
+
+
+class _Backlog:
+    """Output waiting for the matcher, bounded in bytes. The job is never made to wait for the
+    diagnosis: when the backlog is full the oldest output is counted (its line ends, so evidence
+    keeps its line numbers) instead of matched, and the result says how much was skipped."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.items: deque[tuple[str, bytes, int]] = deque()  # (stream, data, -1) or (stream, rest, newlines)
+        self.size = 0
+        self.skipped = 0
+        self.closed = False
+        self.cond = threading.Condition()
+
+    def put(self, stream: str, data: bytes) -> None:
+        with self.cond:
+            self.items.append((stream, data, -1))
+            self.size += len(data)
+            self._trim(self.limit)
+            self.cond.notify()
+
+    def _trim(self, limit: int) -> None:
+        for i, (stream, data, newlines) in enumerate(self.items):
+            if self.size <= limit:
+                break
+            if newlines < 0:  # keep the line count and the unfinished last line; drop the rest
+                cut = data.rfind(b"\n")
+                self.items[i] = (stream, data[cut + 1 :], data.count(b"\n"))
+                self.size -= cut + 1
+                self.skipped += cut + 1
+
+    def close(self, keep: int) -> None:
+        """No more output: what is still waiting beyond the last `keep` bytes is skipped."""
+        with self.cond:
+            self._trim(keep)
+            self.closed = True
+            self.cond.notify()
+
+    def get(self) -> tuple[str, bytes, int] | None:
+        with self.cond:
+            while not self.items and not self.closed:
+                self.cond.wait()
+            if not self.items:
+                return None
+            item = self.items.popleft()
+            self.size -= len(item[1])
+            return item
 
 
 def supervise(
@@ -109,10 +167,12 @@ def supervise(
     on_definitive: Callable[[list[Match]], None] | None = None,
     tail_lines: int = 20,
     base_url: str = "",
+    backlog: int = 64 << 20,
 ) -> RunResult:
     """Run `command`, copy its stdout to `out` and its stderr to `err` unchanged, forward the
-    FORWARDED signals to its process group, and diagnose what it printed. Raises OSError when the
-    command cannot be started."""
+    FORWARDED signals to its process group, and diagnose what it printed. The copying never
+    waits for the matching, which runs in a thread of its own. Raises OSError when the command
+    cannot be started."""
     proc = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0)
 
     def forward(sig: int, _frame: FrameType | None) -> None:
@@ -122,12 +182,38 @@ def supervise(
             pass
 
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)  # the copying thread gets the interpreter back soon after each read
     assert proc.stdout is not None and proc.stderr is not None
     streams = {proc.stdout.fileno(): ("stdout", out), proc.stderr.fileno(): ("stderr", err)}
     matchers = {name: Matcher(spec, name) for name, _ in streams.values()}
     tails = RankTails(tail_lines)
     early: list[Match] = []
+    lock = threading.Lock()  # one writer at a time on our stderr: the job's bytes or our notice
+    queue = _Backlog(backlog)
+
+    def match() -> None:
+        while (item := queue.get()) is not None:
+            name, data, newlines = item
+            if newlines >= 0:
+                matchers[name].skip(newlines, data)
+                tails.feed(name, b"\n")
+                continue
+            matchers[name].feed(data)
+            tails.feed(name, data)
+            if not early and on_definitive is not None and _definitive(spec, list(matchers.values())):
+                early.extend(rank_hits(spec, [m.snapshot() for m in matchers.values()], base_url))
+                if early:
+                    with lock:
+                        on_definitive(early)
+
+    worker = threading.Thread(target=match, name="failpedia-matcher", daemon=True)
+    worker.start()
+    for fd in streams:
+        with contextlib.suppress(OSError):  # a bigger pipe: fewer, larger reads
+            fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_SIZE)
     sinks_ok = {"stdout": True, "stderr": True}
+    total = 0
     try:
         with selectors.DefaultSelector() as sel:
             for fd in streams:
@@ -141,25 +227,25 @@ def supervise(
                     if not data:
                         sel.unregister(fd)
                         continue
+                    total += len(data)
                     if sinks_ok[name]:
                         try:
-                            sink.write(data)
-                            sink.flush()
+                            with lock:
+                                sink.write(data)
+                                sink.flush()
                         except (BrokenPipeError, ValueError, OSError):  # our reader left: keep draining the child
                             sinks_ok[name] = False
-                    matchers[name].feed(data)
-                    tails.feed(name, data)
-                    if not early and on_definitive is not None and _definitive(spec, list(matchers.values())):
-                        early = rank_hits(spec, [m.snapshot() for m in matchers.values()], base_url)
-                        if early:
-                            on_definitive(early)
+                    queue.put(name, data)
         returncode = proc.wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        sys.setswitchinterval(switch)
         proc.stdout.close()
         proc.stderr.close()
+        queue.close(FINAL_BACKLOG)
+        worker.join()
     for m in matchers.values():
         m.close()
     tails.close()
-    return RunResult(returncode, rank_hits(spec, list(matchers.values()), base_url), tails, early)
+    return RunResult(returncode, rank_hits(spec, list(matchers.values()), base_url), tails, early, total, queue.skipped)

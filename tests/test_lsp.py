@@ -1,0 +1,97 @@
+"""`failpedia lsp`: driven over stdio by pytest-lsp's client, as an editor would."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+REPO = Path(__file__).resolve().parent.parent
+ENTRIES = REPO / "entries"
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 1 has a total capacity "
+       "of 79.15 GiB of which 3.44 MiB is free. Of the allocated memory 77.1 GiB is allocated by PyTorch, "
+       "and 120.5 MiB is reserved by PyTorch but unallocated.")
+WATCHDOG = ("[rank0]:[E1130 02:23:19.811412 1234 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+            "ran for 600033 milliseconds before timing out.")
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[
+    sys.executable, "-m", "generator", "lsp", "--entries", str(ENTRIES), "--site", str(REPO / "no-site"),
+]))
+async def client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(lsp.InitializeParams(capabilities=lsp.ClientCapabilities(), root_uri=REPO.as_uri()))
+    yield
+    await lsp_client.shutdown_session()
+
+
+def open_doc(client: LanguageClient, uri: str, text: str, language: str = "plaintext") -> None:
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        text_document=lsp.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)))
+
+
+async def diagnostics_for(client: LanguageClient, uri: str) -> list[lsp.Diagnostic]:
+    while uri not in client.diagnostics:
+        await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    return list(client.diagnostics.pop(uri))
+
+
+@pytest.mark.asyncio
+async def test_a_log_gets_diagnostics_hover_and_an_action(client: LanguageClient, tmp_path: Path) -> None:
+    uri = (tmp_path / "slurm-4242.out").as_uri()
+    open_doc(client, uri, "\n".join(["starting", f"[rank1]: {OOM}", "x", WATCHDOG, WATCHDOG.replace("rank0", "rank2")]) + "\n")
+    got = await diagnostics_for(client, uri)
+    by_line = {(d.range.start.line, d.code): d for d in got}
+    oom = by_line[(1, "cuda-out-of-memory")]
+    assert oom.severity == lsp.DiagnosticSeverity.Error and oom.message.startswith("CUDA out of memory (the failure)")
+    assert oom.range.end.character == len(f"[rank1]: {OOM}")
+    for line in (3, 4):
+        assert by_line[(line, "nccl-watchdog-timeout")].severity == lsp.DiagnosticSeverity.Information
+
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=1, character=5)))
+    assert hover is not None and "**Fix:**" in hover.contents.value and "CUDA out of memory" in hover.contents.value
+    assert await client.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=0, character=1))) is None
+
+    actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), range=oom.range, context=lsp.CodeActionContext(diagnostics=[oom])))
+    assert actions and actions[0].command == "failpedia.openEntry"
+    assert actions[0].arguments[0].endswith("cuda-out-of-memory/")
+
+
+@pytest.mark.asyncio
+async def test_any_buffer_can_be_diagnosed_on_request(client: LanguageClient) -> None:
+    uri = "untitled:Untitled-1"
+    open_doc(client, uri, f"Traceback (most recent call last):\n  File \"train.py\", line 3\n{OOM}\n")
+    result = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="failpedia.diagnose", arguments=[uri]))
+    assert result["matches"][0]["slug"] == "cuda-out-of-memory"
+    got = await diagnostics_for(client, uri)
+    assert [(d.range.start.line, d.code) for d in got] == [(2, "cuda-out-of-memory")]
+
+
+@pytest.mark.asyncio
+async def test_an_entry_is_checked_as_typed_with_cross_entry_problems(client: LanguageClient) -> None:
+    path = ENTRIES / "memory" / "cuda-out-of-memory.yaml"
+    text = path.read_text()
+    uri = path.as_uri()
+    open_doc(client, uri, text, "yaml")
+    assert await diagnostics_for(client, uri) == []
+
+    lines = text.splitlines()
+    tags_at = next(i for i, line in enumerate(lines) if line.startswith("tags:"))
+    related_at = next(i for i, line in enumerate(lines) if line.startswith("related:"))
+    lines[tags_at] = "tags: [oomm, memory]"
+    lines.insert(related_at + 1, "  - no-such-entry")
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[lsp.TextDocumentContentChangeWholeDocument(text="\n".join(lines) + "\n")]))
+    got = await diagnostics_for(client, uri)
+    messages = {(d.range.start.line, d.message) for d in got}
+    assert any(line == tags_at and "unknown tag 'oomm'" in m and "did you mean 'oom'" in m for line, m in messages), messages
+    assert any(line == related_at + 1 and "no-such-entry" in m for line, m in messages), messages
+    assert all(d.severity == lsp.DiagnosticSeverity.Error for d in got if "oomm" in d.message)
