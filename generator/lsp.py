@@ -122,10 +122,10 @@ class FailpediaLanguageServer(LanguageServer):
         out = []
         for m in matches:
             role = {"initiating": "the failure", "candidate": "possible failure", "collateral": "a consequence"}[m.role]
-            for e in m.evidence:
-                text = lines[e.line - 1] if e.line - 1 < len(lines) else ""
+            for ev in m.evidence:
+                text = lines[ev.line - 1] if ev.line - 1 < len(lines) else ""
                 out.append(lsp.Diagnostic(
-                    range=_range(e.line, 1, text.rstrip("\r\n")),
+                    range=_range(ev.line, 1, text.rstrip("\r\n")),
                     message=f"{m.title} ({role}): {m.summary}",
                     severity=_SEVERITY[m.role], source=SOURCE, code=m.slug,
                     code_description=lsp.CodeDescription(href=m.url) if m.url.startswith("http") else None,
