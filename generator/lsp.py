@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +86,15 @@ def _range(line: int, col: int, text_line: str = "") -> lsp.Range:
     return lsp.Range(start=start, end=end)
 
 
+@dataclass(frozen=True)
+class _Snapshot:
+    uri: str
+    path: str | None
+    language_id: str | None
+    version: int | None
+    text: str
+
+
 class FailpediaLanguageServer(LanguageServer):
     def __init__(self, entries: Path, base_url: str, site: Path | None) -> None:
         super().__init__("failpedia", "0.1.0", text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
@@ -93,6 +104,8 @@ class FailpediaLanguageServer(LanguageServer):
         self._knowledge: Knowledge | None = None
         self.matches: dict[str, list[Match]] = {}  # uri → the diagnosis shown
         self._pending: dict[str, asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Future[None]] = set()
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="failpedia-lsp")
 
     @property
     def knowledge(self) -> Knowledge:
@@ -108,65 +121,69 @@ class FailpediaLanguageServer(LanguageServer):
                 return from_fs_path(str(page.resolve())) or self.knowledge.url(slug)
         return self.knowledge.url(slug)
 
-    # --- logs ---------------------------------------------------------------------------------
+    # --- the work, on a snapshot of the document, in a worker thread ---------------------------
 
-    def diagnose_document(self, uri: str) -> list[lsp.Diagnostic]:
-        doc = self.workspace.get_text_document(uri)
+    def _diagnose(self, snap: _Snapshot) -> tuple[list[lsp.Diagnostic], list[Match]]:
         try:
             knowledge = self.knowledge
         except FailpediaError as e:  # e.g. an entries folder with errors: say so where the user looks
-            return [lsp.Diagnostic(range=_range(1, 1), message=f"failpedia cannot load its entries: {e}", source=SOURCE)]
-        matches = knowledge.diagnose([doc.source.encode("utf-8", "replace")], doc.path or doc.uri)
-        self.matches[uri] = matches
-        lines = doc.lines
+            return [lsp.Diagnostic(range=_range(1, 1), message=f"failpedia cannot load its entries: {e}", source=SOURCE)], []
+        matches = knowledge.diagnose([snap.text.encode("utf-8", "replace")], snap.path or snap.uri)
+        lines = snap.text.splitlines()
         out = []
         for m in matches:
             role = {"initiating": "the failure", "candidate": "possible failure", "collateral": "a consequence"}[m.role]
             for ev in m.evidence:
                 text = lines[ev.line - 1] if ev.line - 1 < len(lines) else ""
                 out.append(lsp.Diagnostic(
-                    range=_range(ev.line, 1, text.rstrip("\r\n")),
+                    range=_range(ev.line, 1, text),
                     message=f"{m.title} ({role}): {m.summary}",
                     severity=_SEVERITY[m.role], source=SOURCE, code=m.slug,
                     code_description=lsp.CodeDescription(href=m.url) if m.url.startswith("http") else None,
                 ))
-        return out
+        return out, matches
 
-    # --- entries ------------------------------------------------------------------------------
-
-    def check_entry_document(self, uri: str) -> list[lsp.Diagnostic] | None:
-        doc = self.workspace.get_text_document(uri)
-        if not doc.path:  # an untitled buffer: a log only when asked
+    def _check_entry(self, snap: _Snapshot) -> list[lsp.Diagnostic] | None:
+        if not snap.path:  # an untitled buffer: a log only when asked
             return None
-        path = Path(doc.path).resolve()
+        path = Path(snap.path).resolve()
         root = entries_root_of(path)
         if root is None or path.suffix != ".yaml":
             return None
         try:
-            problems = check_document(root, path, doc.source)
+            problems = check_document(root, path, snap.text)
         except FailpediaError as e:
             return [lsp.Diagnostic(range=_range(1, 1), message=str(e), source=SOURCE)]
-        lines = doc.lines
+        lines = snap.text.splitlines()
         return [
             lsp.Diagnostic(
-                range=_range(p.line, p.col, lines[p.line - 1].rstrip("\r\n") if 0 < p.line <= len(lines) else ""),
-                message=p.message.split(": ", 1)[-1] if p.message.startswith(("error", "warning")) else p.message,
+                range=_range(p.line, p.col, lines[p.line - 1] if 0 < p.line <= len(lines) else ""),
+                message=p.message,
                 severity=lsp.DiagnosticSeverity.Error if p.severity == "error" else lsp.DiagnosticSeverity.Warning,
                 source=SOURCE,
             )
             for p in problems
         ]
 
-    def refresh(self, uri: str, force_log: bool = False) -> None:
-        doc = self.workspace.get_text_document(uri)
-        diagnostics = None
-        log = force_log or is_log(doc.path or doc.uri, doc.language_id)
+    def _work(self, snap: _Snapshot, force_log: bool) -> tuple[list[lsp.Diagnostic], list[Match]] | None:
+        log = force_log or is_log(snap.path or snap.uri, snap.language_id)
         if not log:
-            diagnostics = self.check_entry_document(uri)
-        if diagnostics is None and log:
-            diagnostics = self.diagnose_document(uri)
-        if diagnostics is not None:
-            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=doc.version))
+            checked = self._check_entry(snap)
+            return None if checked is None else (checked, [])
+        return self._diagnose(snap)
+
+    async def refresh(self, uri: str, force_log: bool = False) -> None:
+        """Diagnose or check the document off the event loop (a big log takes seconds; hover and
+        the next keystroke must not wait), then publish — unless it changed meanwhile."""
+        doc = self.workspace.get_text_document(uri)
+        snap = _Snapshot(uri, doc.path, doc.language_id, doc.version, doc.source)
+        result = await asyncio.get_running_loop().run_in_executor(self.pool, self._work, snap, force_log)
+        current = self.workspace.text_documents.get(uri)
+        if result is None or current is None or current.version != snap.version:
+            return
+        diagnostics, matches = result
+        self.matches[uri] = matches
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=snap.version))
 
     def schedule(self, uri: str) -> None:
         loop = asyncio.get_running_loop()
@@ -177,23 +194,25 @@ class FailpediaLanguageServer(LanguageServer):
     def _run_pending(self, uri: str) -> None:
         self._pending.pop(uri, None)
         if uri in self.workspace.text_documents:
-            self.refresh(uri)
+            task = asyncio.ensure_future(self.refresh(uri))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
 
 def make_server(entries: Path, base_url: str = "", site: Path | None = None) -> FailpediaLanguageServer:
     server = FailpediaLanguageServer(entries, base_url, site)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: FailpediaLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
-        ls.refresh(params.text_document.uri)
+    async def did_open(ls: FailpediaLanguageServer, params: lsp.DidOpenTextDocumentParams) -> None:
+        await ls.refresh(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: FailpediaLanguageServer, params: lsp.DidChangeTextDocumentParams) -> None:
         ls.schedule(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: FailpediaLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
-        ls.refresh(params.text_document.uri)
+    async def did_save(ls: FailpediaLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
+        await ls.refresh(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: FailpediaLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
@@ -228,9 +247,9 @@ def make_server(entries: Path, base_url: str = "", site: Path | None = None) -> 
         ls.window_show_document(lsp.ShowDocumentParams(uri=link, external=True))
 
     @server.command(DIAGNOSE_COMMAND)
-    def diagnose_command(ls: FailpediaLanguageServer, uri: str) -> dict[str, Any]:
+    async def diagnose_command(ls: FailpediaLanguageServer, uri: str) -> dict[str, Any]:
         """Diagnose any open document as a log (e.g. an untitled buffer holding a pasted traceback)."""
-        ls.refresh(uri, force_log=True)
+        await ls.refresh(uri, force_log=True)
         return {"matches": [m.as_json() for m in ls.matches.get(uri, [])]}
 
     return server

@@ -95,3 +95,18 @@ async def test_an_entry_is_checked_as_typed_with_cross_entry_problems(client: La
     assert any(line == tags_at and "unknown tag 'oomm'" in m and "did you mean 'oom'" in m for line, m in messages), messages
     assert any(line == related_at + 1 and "no-such-entry" in m for line, m in messages), messages
     assert all(d.severity == lsp.DiagnosticSeverity.Error for d in got if "oomm" in d.message)
+
+
+@pytest.mark.asyncio
+async def test_the_server_answers_while_a_big_log_is_diagnosed(client: LanguageClient, tmp_path: Path) -> None:
+    small = (tmp_path / "small.log").as_uri()
+    open_doc(client, small, f"{OOM}\n")
+    await diagnostics_for(client, small)
+    big = (tmp_path / "big.log").as_uri()
+    line = "[rank0]: {'loss': 2.3141, 'grad_norm': 1.25, 'learning_rate': 1e-05, 'epoch': 0.12}\n"
+    open_doc(client, big, line * 60_000 + f"[rank3]: {OOM}\n")
+    hover = await client.text_document_hover_async(lsp.HoverParams(
+        text_document=lsp.TextDocumentIdentifier(uri=small), position=lsp.Position(line=0, character=1)))
+    assert hover is not None and big not in client.diagnostics  # answered before the big log was done
+    got = await diagnostics_for(client, big)
+    assert [(d.range.start.line, d.code) for d in got] == [(60_000, "cuda-out-of-memory")]
