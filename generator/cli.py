@@ -148,9 +148,13 @@ def _print_run_diagnosis(result: Any, top: int) -> None:
         print("failpedia: no known failure matched its output.", file=err)
         return
     first, rest = result.matches[0], result.matches[1:top]
-    ranks = sorted({e.rank for e in first.evidence if e.rank is not None})
-    where = f", rank {ranks[0]}" if len(ranks) == 1 else f", ranks {', '.join(map(str, ranks))}" if ranks else ""
+    v = result.verdict
+    where = f", rank {v.rank}" + (f" on {v.host}" if v.host else "") if v else ""
     print(f"failpedia: diagnosis: {first.title} ({first.role}{where})", file=err)
+    if v:
+        print(f"  Why rank {v.rank}: {v.reason}", file=err)
+        if v.disagrees:
+            print(f"  Note: {v.disagrees}", file=err)
     if first.summary:
         print(f"  Quick answer: {first.summary}", file=err)
     if first.fix:

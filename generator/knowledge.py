@@ -16,9 +16,10 @@ from .diagnose import CHUNK, Match, Matcher, matcher_spec, rank_hits
 from .entrymarkdown import entry_markdown
 from .pages import entry_url, fingerprint_data
 from .problems import FailpediaError
+from .ranks import RankScanner, RankVerdict, initiating_rank
 from .search import SearchIndex, parse_query, search
 
-__all__ = ["Knowledge", "LogRefused", "read_log_file"]
+__all__ = ["Diagnosis", "Knowledge", "LogRefused", "read_log_file"]
 
 MAX_TOP = 20
 
@@ -54,6 +55,12 @@ def read_log_file(path: str) -> Iterator[bytes]:
             yield data
 
 
+@dataclass(frozen=True)
+class Diagnosis:
+    matches: list[Match]
+    rank: RankVerdict | None  # the rank the initiating failure came from, when the log says
+
+
 @dataclass
 class Knowledge:
     catalog: Catalog
@@ -79,12 +86,15 @@ class Knowledge:
     def url(self, slug: str) -> str:
         return self.base_url + entry_url(slug)
 
-    def diagnose(self, chunks: Iterable[bytes], file: str = "-") -> list[Match]:
-        m = Matcher(self.spec, file)
+    def diagnose(self, chunks: Iterable[bytes], file: str = "-") -> Diagnosis:
+        m, scan = Matcher(self.spec, file), RankScanner()
         for data in chunks:
             m.feed(data)
+            scan.feed(data)
         m.close()
-        return rank_hits(self.spec, [m], self.base_url)
+        scan.close()
+        matches = rank_hits(self.spec, [m], self.base_url)
+        return Diagnosis(matches, initiating_rank(matches, scan))
 
     def search(self, text: str, top: int = 10) -> list[dict[str, Any]]:
         query = parse_query(text, self.catalog)

@@ -26,6 +26,7 @@ from types import FrameType
 from typing import Any, BinaryIO
 
 from .diagnose import ANSI_PATTERN, Match, Matcher, rank_hits, rank_of
+from .ranks import RankScanner, RankVerdict, initiating_rank
 
 __all__ = ["FORWARDED", "RankTails", "RunResult", "supervise"]
 
@@ -84,6 +85,7 @@ class RunResult:
     matches: list[Match]
     tails: RankTails
     early: list[Match] = field(default_factory=list)  # what was reported while the job ran
+    verdict: RankVerdict | None = None  # the rank the initiating failure came from
     printed: int = 0  # bytes the job printed
     skipped: int = 0  # bytes counted but not matched: the job printed faster than the matcher reads
 
@@ -93,13 +95,14 @@ class RunResult:
 
     def as_json(self, command: Sequence[str], top: int) -> dict[str, Any]:
         first = self.matches[0] if self.matches else None
-        rank = next((e.rank for e in first.evidence if e.rank is not None), None) if first else None
+        rank = self.verdict.rank if self.verdict else None
         return {
             "command": list(command),
             "returncode": self.returncode,
             "signal": signal.Signals(-self.returncode).name if self.returncode < 0 else None,
             "matches": [m.as_json() for m in self.matches[:top]],
             "initiating_rank": rank,
+            "rank_verdict": self.verdict.as_json() if self.verdict else None,
             "tail": self.tails.of(rank) if first else [],
             "printed_bytes": self.printed,
             "skipped_bytes": self.skipped,
@@ -188,6 +191,7 @@ def supervise(
     streams = {proc.stdout.fileno(): ("stdout", out), proc.stderr.fileno(): ("stderr", err)}
     matchers = {name: Matcher(spec, name) for name, _ in streams.values()}
     tails = RankTails(tail_lines)
+    scanner = RankScanner()
     early: list[Match] = []
     lock = threading.Lock()  # one writer at a time on our stderr: the job's bytes or our notice
     queue = _Backlog(backlog)
@@ -198,9 +202,11 @@ def supervise(
             if newlines >= 0:
                 matchers[name].skip(newlines, data)
                 tails.feed(name, b"\n")
+                scanner.feed(b"\n")
                 continue
             matchers[name].feed(data)
             tails.feed(name, data)
+            scanner.feed(data)
             if not early and on_definitive is not None and _definitive(spec, list(matchers.values())):
                 early.extend(rank_hits(spec, [m.snapshot() for m in matchers.values()], base_url))
                 if early:
@@ -248,4 +254,6 @@ def supervise(
     for m in matchers.values():
         m.close()
     tails.close()
-    return RunResult(returncode, rank_hits(spec, list(matchers.values()), base_url), tails, early, total, queue.skipped)
+    scanner.close()
+    matches = rank_hits(spec, list(matchers.values()), base_url)
+    return RunResult(returncode, matches, tails, early, initiating_rank(matches, scanner), total, queue.skipped)

@@ -128,11 +128,15 @@ class FailpediaLanguageServer(LanguageServer):
             knowledge = self.knowledge
         except FailpediaError as e:  # e.g. an entries folder with errors: say so where the user looks
             return [lsp.Diagnostic(range=_range(1, 1), message=f"failpedia cannot load its entries: {e}", source=SOURCE)], []
-        matches = knowledge.diagnose([snap.text.encode("utf-8", "replace")], snap.path or snap.uri)
+        diagnosis = knowledge.diagnose([snap.text.encode("utf-8", "replace")], snap.path or snap.uri)
+        matches = diagnosis.matches
+        rank = diagnosis.rank
         lines = snap.text.splitlines()
         out = []
         for m in matches:
             role = {"initiating": "the failure", "candidate": "possible failure", "collateral": "a consequence"}[m.role]
+            if m.role == "initiating" and rank is not None:
+                role += f", rank {rank.rank}" + (f" on {rank.host}" if rank.host else "")
             for ev in m.evidence:
                 text = lines[ev.line - 1] if ev.line - 1 < len(lines) else ""
                 out.append(lsp.Diagnostic(

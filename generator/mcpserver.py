@@ -58,14 +58,16 @@ def make_server(knowledge: Knowledge) -> MCPServer[Any]:
             assert path is not None
             chunks, file = read_log_file(path), path
         try:
-            matches = knowledge.diagnose(chunks, file)
+            diagnosis = knowledge.diagnose(chunks, file)
         except LogRefused as e:
             raise ToolError(str(e)) from None
+        matches = diagnosis.matches
         top = max(1, min(top, MAX_TOP))
         first = matches[0] if matches else None
         return {
             "matches": [_match(m) for m in matches[:top]],
             "initiating": first.slug if first and first.role == "initiating" else None,
+            "initiating_rank": diagnosis.rank.as_json() if diagnosis.rank else None,
             "note": None if matches else "no known failure matched this log",
         }
 

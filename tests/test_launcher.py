@@ -53,8 +53,10 @@ def test_a_failing_multi_rank_job_passes_through_and_is_diagnosed(sample: Path, 
     assert "the job exited with status 7" in tail
     assert "diagnosis: GPU OOM (initiating, rank 2)" in tail
     assert "consequence: NCCL hang" in tail
+    assert "Why rank 2: rank 2 printed GPU OOM" in tail
     data = json.loads(report.read_text())
     assert data["returncode"] == 7 and data["signal"] is None and data["initiating_rank"] == 2
+    assert data["rank_verdict"]["lines"][0]["line"] == 2
     assert [(m["slug"], m["role"]) for m in data["matches"]] == [("gpu-oom", "initiating"), ("nccl-hang", "collateral")]
     # the initiating rank's last lines, colour codes removed (stdout and stderr interleave as read)
     assert sorted(data["tail"]) == sorted([f"[rank2]: step {s} loss 2.2 ok" for s in range(3)] + [

@@ -47,7 +47,7 @@ async def test_a_log_gets_diagnostics_hover_and_an_action(client: LanguageClient
     got = await diagnostics_for(client, uri)
     by_line = {(d.range.start.line, d.code): d for d in got}
     oom = by_line[(1, "cuda-out-of-memory")]
-    assert oom.severity == lsp.DiagnosticSeverity.Error and oom.message.startswith("CUDA out of memory (the failure)")
+    assert oom.severity == lsp.DiagnosticSeverity.Error and oom.message.startswith("CUDA out of memory (the failure, rank 1)")
     assert oom.range.end.character == len(f"[rank1]: {OOM}")
     for line in (3, 4):
         assert by_line[(line, "nccl-watchdog-timeout")].severity == lsp.DiagnosticSeverity.Information

@@ -77,6 +77,7 @@ def test_diagnose_search_and_get_entry(sample: Path, tmp_path: Path) -> None:
         first = data["matches"][0]
         assert first["ranks"] == [1] and first["evidence"][0]["line"] == 2 and OOM in first["evidence"][0]["text"]
         assert first["fix"] and first["quick_answer"]
+        assert data["initiating_rank"]["rank"] == 1 and "rank 1 printed GPU OOM" in data["initiating_rank"]["reason"]
     assert structured(found)["results"][0]["slug"] == "gpu-oom"
     got = structured(entry)
     assert got["markdown"].startswith("# GPU OOM") and "## Fix" in got["markdown"]

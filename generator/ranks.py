@@ -1,0 +1,244 @@
+"""Which rank started a distributed failure, read from the log (pure, streaming, bounded).
+
+A distributed failure is one rank's problem and the other ranks' collateral. The ranked matches
+say *what* failed; this module says *which rank*, from what the log shows beside the fingerprints:
+
+- the NCCL watchdog's state per rank: the timed-out work's `SeqNum` and `OpType`, and
+  `last enqueued work` / `last completed work`. A rank whose last enqueued work is behind the
+  others' never entered the collective they are stuck in: it is the one to look at, even when it
+  printed nothing (then it is the rank missing from the ranks that timed out);
+- the flight recorder: "First PG on this rank to signal dumping" (this rank noticed first)
+  versus "Observed flight recorder dump signal from another rank";
+- torchrun's `Root Cause (first observed failure)` block, which names the first rank to *exit*
+  — often a bystander killed after the real failure; the verdict says so when they disagree;
+- hosts, from NCCL's `host:pid:tid [dev] NCCL INFO ... rank R nranks N` lines and the root
+  cause block.
+
+`RankScanner.feed` takes the same chunks as `diagnose.Matcher`; only chunks holding one of a
+few literals are looked at line by line, so a long healthy log costs a few substring searches.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .diagnose import ANSI_PATTERN, Match, rank_of
+
+__all__ = ["RankScanner", "RankVerdict", "initiating_rank"]
+
+_LITERALS = (b"Watchdog caught", b"last enqueued", b"signal dumping", b"dump signal from another", b"Root Cause", b"nranks", b"rank      :", b"host      :")
+_ANSI = re.compile(ANSI_PATTERN)
+# [Rank 3], [PG 1 Rank 3], [PG 0 (default_pg) Rank 3], [PG ID 0 PG GUID 0(default_pg) Rank 3]
+_RANK_IN_TEXT = re.compile(r"\[(?:PG (?:ID )?(\d+)[^\]]*? )?Rank (\d{1,6})\]")
+_WATCHDOG = re.compile(r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)")
+_ENQUEUED = re.compile(r"last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)")
+_FIRST_DUMP = re.compile(r"First PG on this rank to signal dumping")
+_OTHER_DUMP = re.compile(r"Observed flight recorder dump signal from another rank")
+_NCCL_HOST = re.compile(r"(?:^|\s|\]:?)([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL INFO .*?\brank (\d{1,6}) nranks (\d{1,6})")
+_ROOT_RANK = re.compile(r"^\s*rank\s+: (\d{1,6})")
+_ROOT_HOST = re.compile(r"^\s*host\s+: (\S+)")
+MAX_RANKS = 100_000
+
+
+@dataclass
+class _RankState:
+    timed_out: tuple[int, str] | None = None  # (SeqNum, OpType) of the work it timed out on
+    enqueued: int | None = None
+    completed: int | None = None
+    first_dump: bool = False
+    pg: str | None = None  # the process group of the timed-out work, when the log names it
+    lines: list[tuple[int, str]] = field(default_factory=list)  # (line number, text) that show it
+
+
+@dataclass
+class RankScanner:
+    """Streaming: feed the log's bytes in chunks, as to `diagnose.Matcher`; read the state after."""
+
+    ranks: dict[int, _RankState] = field(default_factory=dict)
+    hosts: dict[int, str] = field(default_factory=dict)
+    world: int | None = None
+    root_cause: tuple[int, str | None, int] | None = None  # (rank, host, line) of torchrun's first observed failure
+    _carry: bytes = b""
+    _line_base: int = 0
+    _in_root: int = 0  # lines left of a root-cause block being read
+    _root_host: str | None = None
+
+    def feed(self, data: bytes) -> None:
+        buf = self._carry + data
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            self._carry = buf[-(1 << 20):]
+            return
+        self._carry = buf[cut + 1 :]
+        self._chunk(buf[: cut + 1])
+
+    def close(self) -> None:
+        if self._carry:
+            self._chunk(self._carry + b"\n")
+            self._carry = b""
+
+    def _chunk(self, chunk: bytes) -> None:
+        if self._in_root or any(lit in chunk for lit in _LITERALS):
+            for i, raw in enumerate(chunk.split(b"\n")[:-1]):
+                if self._in_root or any(lit in raw for lit in _LITERALS):
+                    self._line(self._line_base + i + 1, _ANSI.sub("", raw.decode("utf-8", "replace")).rstrip("\r"))
+        self._line_base += chunk.count(b"\n")
+
+    def _state(self, rank: int) -> _RankState | None:
+        if rank not in self.ranks and len(self.ranks) >= MAX_RANKS:
+            return None
+        return self.ranks.setdefault(rank, _RankState())
+
+    def _note(self, st: _RankState, number: int, text: str) -> None:
+        if len(st.lines) < 4:
+            st.lines.append((number, text.strip()[:400]))
+
+    def _line(self, number: int, text: str) -> None:
+        if self._in_root:
+            self._in_root -= 1
+            if m := _ROOT_HOST.search(text):
+                self._root_host = m.group(1)
+            elif m := _ROOT_RANK.search(text):
+                self.root_cause = (int(m.group(1)), self._root_host, number)
+                self._in_root = 0
+            return
+        if "Root Cause" in text:
+            self._in_root, self._root_host = 8, None
+            return
+        if m := _NCCL_HOST.search(text):
+            if len(self.hosts) < MAX_RANKS:
+                self.hosts[int(m.group(2))] = m.group(1)
+            self.world = max(self.world or 0, int(m.group(3)))
+            return
+        who = _RANK_IN_TEXT.search(text)
+        found = int(who.group(2)) if who else rank_of(text)
+        pg = who.group(1) if who and who.group(1) is not None else None
+        if found is None:
+            return
+        st = self._state(found)
+        if st is None:
+            return
+        if m := _WATCHDOG.search(text):
+            if st.timed_out is None:  # the first report is the work it is stuck in
+                st.timed_out = (int(m.group(1)), m.group(2))
+                st.pg = pg if pg is not None else st.pg
+            self._note(st, number, text)
+        if m := _ENQUEUED.search(text):
+            st.enqueued, st.completed = int(m.group(1)), int(m.group(2))
+            st.pg = pg if pg is not None else st.pg
+            self._note(st, number, text)
+        if _FIRST_DUMP.search(text):
+            st.first_dump = True
+            self._note(st, number, text)
+
+
+@dataclass(frozen=True)
+class RankVerdict:
+    rank: int
+    host: str | None
+    reason: str  # one sentence: why this rank
+    lines: tuple[tuple[int, str], ...]  # the log lines that show it
+    disagrees: str | None = None  # what torchrun's root cause says, when it names another rank
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank, "host": self.host, "reason": self.reason,
+            "lines": [{"line": n, "text": t} for n, t in self.lines], "root_cause_disagrees": self.disagrees,
+        }
+
+
+def _span(ranks: list[int]) -> str:
+    """'0-4, 6, 7' for [0, 1, 2, 3, 4, 6, 7]."""
+    runs: list[list[int]] = []
+    for r in sorted(set(ranks)):
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)) for run in runs)
+
+
+def _from_watchdog(scan: RankScanner) -> tuple[int, str, tuple[tuple[int, str], ...]] | None:
+    timed = {r: st for r, st in scan.ranks.items() if st.timed_out}
+    if not timed:
+        return None
+    # Compare within the process group most ranks are stuck in (SeqNums count per group).
+    groups: dict[str | None, list[int]] = {}
+    for r, st in timed.items():
+        groups.setdefault(st.pg, []).append(r)
+    pg = max(groups, key=lambda g: (len(groups[g]), str(g)))
+    stuck = {r: timed[r] for r in groups[pg]}
+    seq, op = max(st.timed_out for st in stuck.values() if st.timed_out)
+    waiting = [r for r, st in stuck.items() if st.timed_out and st.timed_out[0] == seq]
+    where = f"{op} SeqNum {seq}" + (f" of process group {pg}" if pg is not None else "")
+    lagging = sorted((r for r, st in stuck.items() if st.timed_out and st.timed_out[0] < seq), key=lambda r: (stuck[r].timed_out, r))
+    if lagging:
+        r = lagging[0]
+        own = stuck[r].timed_out
+        assert own is not None
+        return r, (
+            f"ranks {_span(waiting)} wait in {where}; rank {r} timed out earlier, in {own[1]} SeqNum {own[0]}: "
+            "it is behind the others (a different code path or a collective it alone skipped)"
+        ), tuple(stuck[r].lines)
+    behind = sorted(
+        (r for r, st in scan.ranks.items() if st.enqueued is not None and st.enqueued < seq and st.pg == pg and r not in waiting),
+        key=lambda r: (scan.ranks[r].enqueued or 0, r),
+    )
+    if behind:
+        r = behind[0]
+        st = scan.ranks[r]
+        return r, (
+            f"ranks {_span(waiting)} timed out in {where}; rank {r}'s last enqueued work was {st.enqueued}: "
+            "it never entered that collective"
+        ), tuple(st.lines)
+    # Silence convicts only when NCCL said how many ranks there are: a pasted excerpt often shows
+    # a few ranks' lines, and the ranks left out of it did nothing wrong.
+    silent = sorted(set(range(scan.world)) - set(timed)) if scan.world else []
+    if silent and len(waiting) >= 2 and len(silent) <= len(waiting):
+        r = silent[0]
+        others = ", ".join(map(str, silent[1:]))
+        return r, (
+            f"ranks {_span(waiting)} timed out in {where}; rank {r} reported no timeout: it never entered that "
+            f"collective, so look at what it was doing{' (also silent: ' + others + ')' if others else ''}"
+        ), ()
+    first = [r for r, st in timed.items() if st.first_dump]
+    if len(first) == 1:
+        r = first[0]
+        return r, f"rank {r} was the first to signal the flight-recorder dump; the others observed its signal", tuple(timed[r].lines)
+    return None
+
+
+def initiating_rank(matches: list[Match], scan: RankScanner | None = None) -> RankVerdict | None:
+    """The rank the initiating failure came from, with the lines that show it, or None when the
+    log does not say (a single-process log, or no rank prefixes)."""
+    verdict: RankVerdict | None = None
+    first = matches[0] if matches else None
+    # Ranks whose watchdog reported: their lines say they were stuck, not who started it.
+    timed_out = {r for r, st in scan.ranks.items() if st.timed_out or st.enqueued is not None} if scan else set()
+    if first is not None and first.role == "initiating":
+        ranked = [e for e in first.evidence if e.rank is not None]
+        # The watchdog's own lines come from every stuck rank: they say nothing about who started it.
+        if ranked and not {e.rank for e in ranked} <= timed_out:
+            ev = min((e for e in ranked if e.rank not in timed_out), key=lambda e: (e.file, e.line))
+            assert ev.rank is not None
+            verdict = RankVerdict(ev.rank, None, f"rank {ev.rank} printed {first.title}", ((ev.line, ev.text),))
+    if verdict is None and scan is not None:
+        found = _from_watchdog(scan)
+        if found:
+            verdict = RankVerdict(found[0], None, found[1], found[2])
+    if verdict is None:
+        return None
+    host = scan.hosts.get(verdict.rank) if scan else None
+    disagrees = None
+    if scan and scan.root_cause:
+        rank, root_host, line = scan.root_cause
+        if host is None and rank == verdict.rank:
+            host = root_host
+        if rank != verdict.rank:
+            disagrees = (
+                f"torchrun's Root Cause (line {line}) names rank {rank}, the first to exit; it exited because of "
+                f"rank {verdict.rank}'s failure"
+            )
+    return RankVerdict(verdict.rank, host, verdict.reason, verdict.lines, disagrees)

@@ -1,0 +1,112 @@
+"""Which rank started it: the rules of generator/ranks.py on logs shaped like the public threads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generator.diagnose import Matcher, rank_hits, matcher_spec
+from generator.knowledge import Knowledge
+from generator.ranks import RankScanner, initiating_rank
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def knowledge() -> Knowledge:
+    return Knowledge.load(REPO / "entries")
+
+
+def watchdog(rank: int, seq: int, op: str = "ALLREDUCE", ts: str = "E626 06:24:44.903881913") -> str:
+    return (f"[rank{rank}]:[{ts} ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation timeout: "
+            f"WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.")
+
+
+def enqueued(rank: int, at: int, last: int, done: int, pg: str = "PG ID 0 PG GUID 0(default_pg)") -> str:
+    return (f"[rank{rank}]:[E626 06:24:44.906457629 ProcessGroupNCCL.cpp:1785] [{pg} Rank {rank}] Exception (either an error or "
+            f"timeout) detected by watchdog at work: {at}, last enqueued NCCL work: {last}, last completed NCCL work: {done}.")
+
+
+def verdict(knowledge: Knowledge, lines: list[str]):
+    data = ("\n".join(lines) + "\n").encode()
+    m, scan = Matcher(knowledge.spec, "train.log"), RankScanner()
+    for i in range(0, len(data), 97):  # chunk boundaries inside lines
+        m.feed(data[i : i + 97])
+        scan.feed(data[i : i + 97])
+    m.close()
+    scan.close()
+    return rank_hits(knowledge.spec, [m]), initiating_rank(rank_hits(knowledge.spec, [m]), scan)
+
+
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total capacity of 79.15 GiB of which 1.03 GiB is free."
+
+
+def test_an_oom_on_one_rank_under_the_others_timeouts(knowledge: Knowledge) -> None:
+    lines = ["[rank2]: Traceback (most recent call last):", f"[rank2]: {OOM}"]
+    lines += [watchdog(r, 808) for r in (0, 1, 3)] + [enqueued(r, 808, 811, 807) for r in (0, 1, 3)]
+    lines += [
+        "Root Cause (first observed failure):", "[0]:", "  time      : 2025-06-26_06:24:45",
+        "  host      : node-1", "  rank      : 0 (local_rank: 0)", "  exitcode  : -6 (pid: 80746)",
+    ]
+    matches, v = verdict(knowledge, lines)
+    assert matches[0].slug == "cuda-out-of-memory" and v is not None
+    assert v.rank == 2 and "rank 2 printed CUDA out of memory" in v.reason
+    assert v.disagrees is not None and "names rank 0, the first to exit" in v.disagrees
+
+
+def test_the_rank_whose_last_enqueued_work_is_behind_never_entered_the_collective(knowledge: Knowledge) -> None:
+    lines = [watchdog(r, 1580) for r in (0, 1, 3)] + [enqueued(r, 1580, 1582, 1579) for r in (0, 1, 3)]
+    lines += [enqueued(2, 1579, 1579, 1578)]  # rank 2 timed out on nothing new: it never enqueued 1580
+    matches, v = verdict(knowledge, lines)
+    assert matches[0].slug == "nccl-watchdog-timeout" and v is not None
+    assert v.rank == 2 and "last enqueued work was 1579" in v.reason and v.lines
+
+
+def test_a_rank_stuck_in_an_earlier_collective_is_behind(knowledge: Knowledge) -> None:
+    lines = [watchdog(r, 2070, "ALLREDUCE") for r in (0, 1, 2, 4, 5, 6, 7)] + [watchdog(3, 2069, "BROADCAST")]
+    _, v = verdict(knowledge, lines)
+    assert v is not None and v.rank == 3 and "BROADCAST SeqNum 2069" in v.reason and "0-2, 4-7" in v.reason
+
+
+def test_a_silent_rank_is_named_only_when_nccl_gave_the_world_size(knowledge: Knowledge) -> None:
+    init = [f"node-{1 + r // 4}:5211{r}:5281{r} [{r % 4}] NCCL INFO comm 0x55d0c3f0 rank {r} nranks 8 cudaDev {r % 4} busId 1b000 - Init COMPLETE"
+            for r in range(8)]
+    timeouts = [watchdog(r, 5) for r in range(8) if r != 6]
+    _, v = verdict(knowledge, init + timeouts)
+    assert v is not None and v.rank == 6 and v.host == "node-2" and "reported no timeout" in v.reason
+    _, v = verdict(knowledge, timeouts)  # an excerpt without the world size accuses nobody
+    assert v is None
+
+
+def test_every_rank_in_the_same_collective_names_no_one(knowledge: Knowledge) -> None:
+    lines = [watchdog(r, 808) for r in range(4)] + [enqueued(r, 808, 811, 807) for r in range(4)]
+    matches, v = verdict(knowledge, lines)
+    assert matches[0].slug == "nccl-watchdog-timeout" and v is None
+
+
+def test_the_first_rank_to_signal_the_flight_recorder_dump(knowledge: Knowledge) -> None:
+    lines = [watchdog(r, 12) for r in range(4)]
+    lines += ["[rank1]:[E1130 02:23:19.811412 1234 ProcessGroupNCCL.cpp:1683] [PG ID 0 PG GUID 0(default_pg) Rank 1] First PG on this rank to signal dumping."]
+    lines += [f"[rank{r}]:[E1130 02:23:20.1 1234 ProcessGroupNCCL.cpp:1721] [PG ID 0 PG GUID 0(default_pg) Rank {r}] Observed flight recorder dump signal from another rank via TCPStore." for r in (0, 2, 3)]
+    _, v = verdict(knowledge, lines)
+    assert v is not None and v.rank == 1 and "first to signal" in v.reason
+
+
+def test_process_groups_are_compared_apart(knowledge: Knowledge) -> None:
+    # Data-parallel group 1 is stuck at its SeqNum 40; the default group's SeqNum 900 is another count.
+    lines = [enqueued(r, 40, 41, 39, pg="PG 1") for r in (0, 1)] + [watchdog(r, 40) for r in (0, 1)]
+    lines[-2] = lines[-2].replace("[Rank 0]", "[PG 1 Rank 0]")
+    lines[-1] = lines[-1].replace("[Rank 1]", "[PG 1 Rank 1]")
+    lines += [enqueued(2, 900, 900, 899, pg="PG 0")]
+    _, v = verdict(knowledge, lines)
+    assert v is None  # rank 2's 900 is in another group: not "behind" group 1's 40
+
+
+def test_the_scanner_stays_bounded() -> None:
+    scan = RankScanner()
+    for start in range(0, 300_000, 1000):
+        scan.feed("".join(f"[rank{r}]: [Rank {r}] last enqueued work: 5, last completed work: 4\n" for r in range(start, start + 1000)).encode())
+    scan.close()
+    assert len(scan.ranks) <= 100_000
+    assert all(len(st.lines) <= 4 for st in scan.ranks.values())
