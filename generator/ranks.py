@@ -113,7 +113,9 @@ class RankScanner:
             self.world = max(self.world or 0, int(m.group(3)))
             return
         who = _RANK_IN_TEXT.search(text)
-        found = int(who.group(2)) if who else rank_of(text)
+        # The launcher's prefix ([rank9]:) is the global rank; "[PG 1 Rank 1]" counts within its group.
+        prefixed = rank_of(text)
+        found = prefixed if prefixed is not None else int(who.group(2)) if who else None
         pg = who.group(1) if who and who.group(1) is not None else None
         if found is None:
             return

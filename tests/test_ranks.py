@@ -110,3 +110,25 @@ def test_the_scanner_stays_bounded() -> None:
     scan.close()
     assert len(scan.ranks) <= 100_000
     assert all(len(st.lines) <= 4 for st in scan.ranks.values())
+
+
+def test_ray_prefixes_give_the_global_rank_not_the_group_one(knowledge: Knowledge) -> None:
+    # As in TideDra/lmm-r1#67: "(ActorModelRayActor pid=744, ip=...) [rank9]: ... [PG ID 1 PG GUID 2 Rank 1]"
+    lines = [
+        f"(ActorModelRayActor pid={700 + r}, ip=10.1.59.27) [rank{r}]:[E416 13:21:26.967555843 ProcessGroupNCCL.cpp:1785] "
+        f"[PG ID 1 PG GUID 2 Rank {r - 8}] Exception (either an error or timeout) detected by watchdog at work: 876319, "
+        f"last enqueued NCCL work: {876319 if r != 11 else 876318}, last completed NCCL work: 876318. [repeated 6x across cluster]"
+        for r in range(8, 12)
+    ]
+    lines += [watchdog(r, 876319, "BROADCAST").replace(f"[rank{r}]:", f"(ActorModelRayActor pid={700 + r}, ip=10.1.59.27) [rank{r}]:") for r in (8, 9, 10)]
+    _, v = verdict(knowledge, lines)
+    assert v is not None and v.rank == 11 and "last enqueued work was 876318" in v.reason
+
+
+def test_ranks_without_a_launcher_prefix(knowledge: Knowledge) -> None:
+    # As in ai2cm/ace#348: "[E ProcessGroupNCCL.cpp:457] [Rank 3] Watchdog caught ..." and no world size: nobody is named.
+    lines = [f"[E ProcessGroupNCCL.cpp:457] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1132079, "
+             "OpType=ALLREDUCE, NumelIn=304640, NumelOut=304640, Timeout(ms)=1800000) ran for 1800035 milliseconds before timing out."
+             for r in (3, 2, 1)]
+    matches, v = verdict(knowledge, lines)
+    assert matches[0].slug == "nccl-watchdog-timeout" and v is None
