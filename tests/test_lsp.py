@@ -5,10 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-import pytest_lsp
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asyncrun import run_async
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient, make_test_lsp_client
 
 REPO = Path(__file__).resolve().parent.parent
 ENTRIES = REPO / "entries"
@@ -20,13 +22,21 @@ WATCHDOG = ("[rank0]:[E1130 02:23:19.811412 1234 ProcessGroupNCCL.cpp:607] [Rank
             "ran for 600033 milliseconds before timing out.")
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[
-    sys.executable, "-m", "generator", "lsp", "--entries", str(ENTRIES), "--site", str(REPO / "no-site"),
-]))
-async def client(lsp_client: LanguageClient):
-    await lsp_client.initialize_session(lsp.InitializeParams(capabilities=lsp.ClientCapabilities(), root_uri=REPO.as_uri()))
-    yield
-    await lsp_client.shutdown_session()
+def with_server(body: Callable[[LanguageClient], Awaitable[Any]]) -> Any:
+    """Start `failpedia lsp` over stdio with pytest-lsp's client, run `body(client)`, shut down."""
+
+    async def main() -> Any:
+        client = make_test_lsp_client()
+        await client.start_io(sys.executable, "-m", "generator", "lsp", "--entries", str(ENTRIES), "--site", str(REPO / "no-site"), cwd=str(REPO))
+        try:
+            await client.initialize_session(lsp.InitializeParams(capabilities=lsp.ClientCapabilities(), root_uri=REPO.as_uri()))
+            result = await body(client)
+            await client.shutdown_session()
+            return result
+        finally:
+            await client.stop()
+
+    return run_async(main)
 
 
 def open_doc(client: LanguageClient, uri: str, text: str, language: str = "plaintext") -> None:
@@ -40,8 +50,11 @@ async def diagnostics_for(client: LanguageClient, uri: str) -> list[lsp.Diagnost
     return list(client.diagnostics.pop(uri))
 
 
-@pytest.mark.asyncio
-async def test_a_log_gets_diagnostics_hover_and_an_action(client: LanguageClient, tmp_path: Path) -> None:
+def test_a_log_gets_diagnostics_hover_and_an_action(tmp_path: Path) -> None:
+    with_server(lambda client: _log_session(client, tmp_path))
+
+
+async def _log_session(client: LanguageClient, tmp_path: Path) -> None:
     uri = (tmp_path / "slurm-4242.out").as_uri()
     open_doc(client, uri, "\n".join(["starting", f"[rank1]: {OOM}", "x", WATCHDOG, WATCHDOG.replace("rank0", "rank2")]) + "\n")
     got = await diagnostics_for(client, uri)
@@ -64,8 +77,11 @@ async def test_a_log_gets_diagnostics_hover_and_an_action(client: LanguageClient
     assert actions[0].arguments[0].endswith("cuda-out-of-memory/")
 
 
-@pytest.mark.asyncio
-async def test_any_buffer_can_be_diagnosed_on_request(client: LanguageClient) -> None:
+def test_any_buffer_can_be_diagnosed_on_request() -> None:
+    with_server(_untitled_session)
+
+
+async def _untitled_session(client: LanguageClient) -> None:
     uri = "untitled:Untitled-1"
     open_doc(client, uri, f"Traceback (most recent call last):\n  File \"train.py\", line 3\n{OOM}\n")
     result = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="failpedia.diagnose", arguments=[uri]))
@@ -74,8 +90,11 @@ async def test_any_buffer_can_be_diagnosed_on_request(client: LanguageClient) ->
     assert [(d.range.start.line, d.code) for d in got] == [(2, "cuda-out-of-memory")]
 
 
-@pytest.mark.asyncio
-async def test_an_entry_is_checked_as_typed_with_cross_entry_problems(client: LanguageClient) -> None:
+def test_an_entry_is_checked_as_typed_with_cross_entry_problems() -> None:
+    with_server(_entry_session)
+
+
+async def _entry_session(client: LanguageClient) -> None:
     path = ENTRIES / "memory" / "cuda-out-of-memory.yaml"
     text = path.read_text()
     uri = path.as_uri()
@@ -97,8 +116,11 @@ async def test_an_entry_is_checked_as_typed_with_cross_entry_problems(client: La
     assert all(d.severity == lsp.DiagnosticSeverity.Error for d in got if "oomm" in d.message)
 
 
-@pytest.mark.asyncio
-async def test_the_server_answers_while_a_big_log_is_diagnosed(client: LanguageClient, tmp_path: Path) -> None:
+def test_the_server_answers_while_a_big_log_is_diagnosed(tmp_path: Path) -> None:
+    with_server(lambda client: _big_log_session(client, tmp_path))
+
+
+async def _big_log_session(client: LanguageClient, tmp_path: Path) -> None:
     small = (tmp_path / "small.log").as_uri()
     open_doc(client, small, f"{OOM}\n")
     await diagnostics_for(client, small)

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
+from asyncrun import run_async
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -37,7 +37,7 @@ def session_run(sample: Path, body: Any) -> Any:
             await session.initialize()
             return await body(session)
 
-    return anyio.run(main)
+    return run_async(main)
 
 
 def structured(result: Any) -> dict[str, Any]:
