@@ -41,6 +41,7 @@ from typing import Any, BinaryIO
 from ahocorasick_rs import BytesAhoCorasick
 
 from .load import shown
+from .rankrules import RANK_RULES
 from .patterns import MAX_LINE, compile_pattern, plain_number, required_literals
 
 __all__ = ["Match", "Matcher", "diagnose_bytes", "matcher_spec", "rank_hits", "rank_of"]
@@ -82,6 +83,7 @@ def matcher_spec(fingerprints: dict[str, Any]) -> dict[str, Any]:
             "max_line": MAX_LINE,
             "ansi": ANSI_PATTERN,
             "rank_patterns": RANK_PATTERNS,
+            "ranks": RANK_RULES,
         },
     }
 

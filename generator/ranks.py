@@ -25,21 +25,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .diagnose import ANSI_PATTERN, Match, rank_of
+from .rankrules import RANK_RULES
 
 __all__ = ["RankScanner", "RankVerdict", "initiating_rank"]
 
-_LITERALS = (b"Watchdog caught", b"last enqueued", b"signal dumping", b"dump signal from another", b"Root Cause", b"nranks", b"rank      :", b"host      :")
+_R = RANK_RULES
+_LITERALS = tuple(str(lit).encode() for lit in _R["literals"])  # type: ignore[attr-defined]
 _ANSI = re.compile(ANSI_PATTERN)
-# [Rank 3], [PG 1 Rank 3], [PG 0 (default_pg) Rank 3], [PG ID 0 PG GUID 0(default_pg) Rank 3]
-_RANK_IN_TEXT = re.compile(r"\[(?:PG (?:ID )?(\d+)[^\]]*? )?Rank (\d{1,6})\]")
-_WATCHDOG = re.compile(r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)")
-_ENQUEUED = re.compile(r"last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)")
-_FIRST_DUMP = re.compile(r"First PG on this rank to signal dumping")
-_OTHER_DUMP = re.compile(r"Observed flight recorder dump signal from another rank")
-_NCCL_HOST = re.compile(r"(?:^|\s|\]:?)([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL INFO .*?\brank (\d{1,6}) nranks (\d{1,6})")
-_ROOT_RANK = re.compile(r"^\s*rank\s+: (\d{1,6})")
-_ROOT_HOST = re.compile(r"^\s*host\s+: (\S+)")
-MAX_RANKS = 100_000
+_RANK_IN_TEXT = re.compile(str(_R["rank_in_text"]))
+_WATCHDOG = re.compile(str(_R["watchdog"]))
+_ENQUEUED = re.compile(str(_R["enqueued"]))
+_FIRST_DUMP = re.compile(str(_R["first_dump"]))
+_NCCL_HOST = re.compile(str(_R["nccl_host"]))
+_ROOT_RANK = re.compile(str(_R["root_rank"]))
+_ROOT_HOST = re.compile(str(_R["root_host"]))
+ROOT_BLOCK_LINES = int(str(_R["root_block_lines"]))
+LINES_PER_RANK = int(str(_R["lines_per_rank"]))
+LINE_CHARS = int(str(_R["line_chars"]))
+MAX_RANKS = int(str(_R["max_ranks"]))
 
 
 @dataclass
@@ -92,8 +95,8 @@ class RankScanner:
         return self.ranks.setdefault(rank, _RankState())
 
     def _note(self, st: _RankState, number: int, text: str) -> None:
-        if len(st.lines) < 4:
-            st.lines.append((number, text.strip()[:400]))
+        if len(st.lines) < LINES_PER_RANK:
+            st.lines.append((number, text.strip()[:LINE_CHARS]))
 
     def _line(self, number: int, text: str) -> None:
         if self._in_root:
@@ -105,7 +108,7 @@ class RankScanner:
                 self._in_root = 0
             return
         if "Root Cause" in text:
-            self._in_root, self._root_host = 8, None
+            self._in_root, self._root_host = ROOT_BLOCK_LINES, None
             return
         if m := _NCCL_HOST.search(text):
             if len(self.hosts) < MAX_RANKS:

@@ -132,3 +132,24 @@ def test_ranks_without_a_launcher_prefix(knowledge: Knowledge) -> None:
              for r in (3, 2, 1)]
     matches, v = verdict(knowledge, lines)
     assert matches[0].slug == "nccl-watchdog-timeout" and v is None
+
+
+def scenario_logs() -> dict[str, str]:
+    """Every scenario above as one log text, for the browser engine's parity test."""
+    init = [f"node-{1 + r // 4}:5211{r}:5281{r} [{r % 4}] NCCL INFO comm 0x55d0c3f0 rank {r} nranks 8 cudaDev {r % 4} busId 1b000 - Init COMPLETE"
+            for r in range(8)]
+    root = ["Root Cause (first observed failure):", "[0]:", "  time      : 2025-06-26_06:24:45",
+            "  host      : node-1", "  rank      : 0 (local_rank: 0)", "  exitcode  : -6 (pid: 80746)"]
+    logs = {
+        "oom_under_timeouts": ["[rank2]: Traceback (most recent call last):", f"[rank2]: {OOM}"]
+        + [watchdog(r, 808) for r in (0, 1, 3)] + [enqueued(r, 808, 811, 807) for r in (0, 1, 3)] + root,
+        "behind": [watchdog(r, 1580) for r in (0, 1, 3)] + [enqueued(r, 1580, 1582, 1579) for r in (0, 1, 3)] + [enqueued(2, 1579, 1579, 1578)],
+        "lagging": [watchdog(r, 2070) for r in (0, 1, 2, 4, 5, 6, 7)] + [watchdog(3, 2069, "BROADCAST")],
+        "silent_with_world": init + [watchdog(r, 5) for r in range(8) if r != 6],
+        "silent_without_world": [watchdog(r, 5) for r in range(8) if r != 6],
+        "all_stuck": [watchdog(r, 808) for r in range(4)] + [enqueued(r, 808, 811, 807) for r in range(4)],
+        "first_dump": [watchdog(r, 12) for r in range(4)]
+        + ["[rank1]:[E1130 02:23:19.811412 1234 ProcessGroupNCCL.cpp:1683] [PG ID 0 PG GUID 0(default_pg) Rank 1] First PG on this rank to signal dumping."],
+        "root_cause_agrees": ["\x1b[31m[rank0]: " + OOM + "\x1b[0m\r"] + [watchdog(r, 9) for r in (1, 2, 3)] + root,
+    }
+    return {name: "\n".join(lines) + "\n" for name, lines in logs.items()}

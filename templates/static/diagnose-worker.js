@@ -1,7 +1,7 @@
 // Web Worker: matching runs here so a 50 MB log does not freeze the page.
-/* global diagnoseText */
+/* global diagnoseText, initiatingRank */
 "use strict";
-importScripts("diagnose-engine.js");
+importScripts("diagnose-engine.js", "diagnose-ranks.js");
 
 async function readText(file) {
   var head = new Uint8Array(await file.slice(0, 2).arrayBuffer());
@@ -24,7 +24,8 @@ self.onmessage = async function (ev) {
     var matches = diagnoseText(msg.spec, text, msg.name || "-");
     var lines = 0;
     for (var p = text.indexOf("\n"); p >= 0; p = text.indexOf("\n", p + 1)) lines += 1;
-    self.postMessage({ matches: matches, lines: lines, ms: Date.now() - started });
+    var rank = initiatingRank(msg.spec, text, matches);
+    self.postMessage({ matches: matches, rank: rank, lines: lines, ms: Date.now() - started });
   } catch (e) {
     self.postMessage({ error: "Could not read the log: " + (e && e.message ? e.message : e) });
   }

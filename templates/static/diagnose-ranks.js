@@ -1,0 +1,174 @@
+// Which rank started it: the browser side of generator/ranks.py, rule for rule, with the patterns
+// it ships in the matcher definition (spec.rules.ranks); tests/test_ranks_browser.py checks that
+// both give the same verdict on the same logs.
+/* exported initiatingRank */
+"use strict";
+
+function initiatingRank(spec, text, matches) {
+  var R = spec.rules.ranks;
+  var ansi = new RegExp(spec.rules.ansi, "g");
+  var rankRes = spec.rules.rank_patterns.map(function (p) { return new RegExp(p); });
+  var rx = {};
+  ["rank_in_text", "watchdog", "enqueued", "first_dump", "nccl_host", "root_rank", "root_host"].forEach(function (k) { rx[k] = new RegExp(R[k]); });
+
+  function rankOf(line) {
+    var head = line.slice(0, 120);
+    for (var i = 0; i < rankRes.length; i++) {
+      var m = rankRes[i].exec(head);
+      if (m) return parseInt(m[1], 10);
+    }
+    return null;
+  }
+
+  // --- the scanner -----------------------------------------------------------------------
+  var ranks = new Map(), hosts = new Map(), world = null, rootCause = null, inRoot = 0, rootHost = null;
+  function state(rank) {
+    if (!ranks.has(rank)) {
+      if (ranks.size >= R.max_ranks) return null;
+      ranks.set(rank, { timedOut: null, enqueued: null, completed: null, firstDump: false, pg: null, lines: [] });
+    }
+    return ranks.get(rank);
+  }
+  function note(st, number, line) {
+    if (st.lines.length < R.lines_per_rank) st.lines.push([number, line.trim().slice(0, R.line_chars)]);
+  }
+  function hasLiteral(line) {
+    for (var i = 0; i < R.literals.length; i++) if (line.indexOf(R.literals[i]) >= 0) return true;
+    return false;
+  }
+  var lines = text.split("\n");
+  if (lines.length && lines[lines.length - 1] === "") lines.pop();
+  lines.forEach(function (raw, index) {
+    if (!inRoot && !hasLiteral(raw)) return;
+    var line = raw.indexOf("\x1b") >= 0 ? raw.replace(ansi, "") : raw;
+    line = line.replace(/\r+$/, "");
+    var number = index + 1, m;
+    if (inRoot) {
+      inRoot -= 1;
+      if ((m = rx.root_host.exec(line))) rootHost = m[1];
+      else if ((m = rx.root_rank.exec(line))) { rootCause = [parseInt(m[1], 10), rootHost, number]; inRoot = 0; }
+      return;
+    }
+    if (line.indexOf("Root Cause") >= 0) { inRoot = R.root_block_lines; rootHost = null; return; }
+    if ((m = rx.nccl_host.exec(line))) {
+      if (hosts.size < R.max_ranks) hosts.set(parseInt(m[2], 10), m[1]);
+      world = Math.max(world || 0, parseInt(m[3], 10));
+      return;
+    }
+    var who = rx.rank_in_text.exec(line);
+    var prefixed = rankOf(line);
+    var found = prefixed !== null ? prefixed : who ? parseInt(who[2], 10) : null;
+    var pg = who && who[1] !== undefined ? who[1] : null;
+    if (found === null) return;
+    var st = state(found);
+    if (st === null) return;
+    if ((m = rx.watchdog.exec(line))) {
+      if (st.timedOut === null) { st.timedOut = [parseInt(m[1], 10), m[2]]; if (pg !== null) st.pg = pg; }
+      note(st, number, line);
+    }
+    if ((m = rx.enqueued.exec(line))) {
+      st.enqueued = parseInt(m[1], 10); st.completed = parseInt(m[2], 10);
+      if (pg !== null) st.pg = pg;
+      note(st, number, line);
+    }
+    if (rx.first_dump.test(line)) { st.firstDump = true; note(st, number, line); }
+  });
+
+  // --- the verdict -----------------------------------------------------------------------
+  function span(list) {
+    var sorted = Array.from(new Set(list)).sort(function (a, b) { return a - b; });
+    var runs = [];
+    sorted.forEach(function (r) {
+      if (runs.length && r === runs[runs.length - 1][runs[runs.length - 1].length - 1] + 1) runs[runs.length - 1].push(r);
+      else runs.push([r]);
+    });
+    return runs.map(function (run) { return run.length > 2 ? run[0] + "-" + run[run.length - 1] : run.join(", "); }).join(", ");
+  }
+  function cmpTuple(a, b) { // (SeqNum, OpType) as Python compares tuples
+    if (a[0] !== b[0]) return a[0] - b[0];
+    return a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0;
+  }
+  function byNumber(a, b) { return a - b; }
+  function fromWatchdog() {
+    var timed = new Map();
+    ranks.forEach(function (st, r) { if (st.timedOut) timed.set(r, st); });
+    if (!timed.size) return null;
+    var groups = new Map();
+    timed.forEach(function (st, r) {
+      var key = st.pg === null ? "None" : st.pg;
+      if (!groups.has(key)) groups.set(key, { pg: st.pg, ranks: [] });
+      groups.get(key).ranks.push(r);
+    });
+    var best = null;
+    groups.forEach(function (g, key) {
+      if (best === null || g.ranks.length > best.g.ranks.length || (g.ranks.length === best.g.ranks.length && key > best.key)) best = { g: g, key: key };
+    });
+    var pg = best.g.pg, stuck = best.g.ranks;
+    var top = null;
+    stuck.forEach(function (r) { var t = timed.get(r).timedOut; if (top === null || cmpTuple(t, top) > 0) top = t; });
+    var seq = top[0], op = top[1];
+    var waiting = stuck.filter(function (r) { return timed.get(r).timedOut[0] === seq; });
+    var where = op + " SeqNum " + seq + (pg !== null ? " of process group " + pg : "");
+    var lagging = stuck.filter(function (r) { return timed.get(r).timedOut[0] < seq; }).sort(function (a, b) {
+      return cmpTuple(timed.get(a).timedOut, timed.get(b).timedOut) || a - b;
+    });
+    if (lagging.length) {
+      var lr = lagging[0], own = timed.get(lr).timedOut;
+      return [lr, "ranks " + span(waiting) + " wait in " + where + "; rank " + lr + " timed out earlier, in " + own[1] + " SeqNum " + own[0] +
+        ": it is behind the others (a different code path or a collective it alone skipped)", timed.get(lr).lines];
+    }
+    var behind = [];
+    ranks.forEach(function (st, r) { if (st.enqueued !== null && st.enqueued < seq && st.pg === pg && waiting.indexOf(r) < 0) behind.push(r); });
+    behind.sort(function (a, b) { return ((ranks.get(a).enqueued || 0) - (ranks.get(b).enqueued || 0)) || a - b; });
+    if (behind.length) {
+      var br = behind[0];
+      return [br, "ranks " + span(waiting) + " timed out in " + where + "; rank " + br + "'s last enqueued work was " + ranks.get(br).enqueued +
+        ": it never entered that collective", ranks.get(br).lines];
+    }
+    var silent = [];
+    if (world) for (var r = 0; r < world; r++) if (!timed.has(r)) silent.push(r);
+    if (silent.length && waiting.length >= 2 && silent.length <= waiting.length) {
+      var others = silent.slice(1).join(", ");
+      return [silent[0], "ranks " + span(waiting) + " timed out in " + where + "; rank " + silent[0] + " reported no timeout: it never entered that " +
+        "collective, so look at what it was doing" + (others ? " (also silent: " + others + ")" : ""), []];
+    }
+    var first = [];
+    timed.forEach(function (st, fr) { if (st.firstDump) first.push(fr); });
+    if (first.length === 1) {
+      return [first[0], "rank " + first[0] + " was the first to signal the flight-recorder dump; the others observed its signal", timed.get(first[0]).lines];
+    }
+    return null;
+  }
+
+  var verdict = null;
+  var top = matches.length ? matches[0] : null;
+  var stuckRanks = new Set();
+  ranks.forEach(function (st, r) { if (st.timedOut || st.enqueued !== null) stuckRanks.add(r); });
+  if (top && top.role === "initiating") {
+    var ranked = top.evidence.filter(function (e) { return e.rank !== null; });
+    var own = ranked.filter(function (e) { return !stuckRanks.has(e.rank); });
+    if (ranked.length && own.length) {
+      own.sort(function (a, b) { return a.file < b.file ? -1 : a.file > b.file ? 1 : a.line - b.line; });
+      var ev = own[0];
+      verdict = { rank: ev.rank, reason: "rank " + ev.rank + " printed " + top.title, lines: [[ev.line, ev.text]] };
+    }
+  }
+  if (verdict === null) {
+    var w = fromWatchdog();
+    if (w) verdict = { rank: w[0], reason: w[1], lines: w[2] };
+  }
+  if (verdict === null) return null;
+  var host = hosts.has(verdict.rank) ? hosts.get(verdict.rank) : null;
+  var disagrees = null;
+  if (rootCause) {
+    if (host === null && rootCause[0] === verdict.rank) host = rootCause[1];
+    if (rootCause[0] !== verdict.rank) {
+      disagrees = "torchrun's Root Cause (line " + rootCause[2] + ") names rank " + rootCause[0] + ", the first to exit; it exited because of rank " +
+        verdict.rank + "'s failure";
+    }
+  }
+  return {
+    rank: verdict.rank, host: host, reason: verdict.reason,
+    lines: verdict.lines.map(function (l) { return { line: l[0], text: l[1] }; }), root_cause_disagrees: disagrees,
+  };
+}

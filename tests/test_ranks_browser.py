@@ -1,0 +1,38 @@
+"""Which rank started it, in the browser engine: the same verdict as generator/ranks.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from browser import *  # noqa: F403
+from generator.diagnose import Matcher, rank_hits
+from generator.ranks import RankScanner, initiating_rank
+from logsets import labelled_logs
+from test_ranks import scenario_logs
+
+
+def test_browser_engine_names_the_same_rank_as_python(browser, site_url: str, real_site: Path) -> None:
+    spec = json.loads((real_site / "api/fingerprints.json").read_text())
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    page.goto(site_url + "diagnose/")
+    page.add_script_tag(url=site_url + "static/diagnose-ranks.js")
+    page.evaluate("spec => { window.__spec = spec; }", spec)
+    logs = [(name, text) for name, text in scenario_logs().items()]
+    logs += [(log.name, log.path.read_bytes().decode("utf-8", "replace")) for log in labelled_logs()]
+    named = 0
+    for name, text in logs:
+        data = text.encode()
+        m, scan = Matcher(spec, name), RankScanner()
+        m.feed(data)
+        scan.feed(data)
+        m.close()
+        scan.close()
+        matches = rank_hits(spec, [m])
+        py = initiating_rank(matches, scan)
+        js = page.evaluate("([t, ms]) => initiatingRank(window.__spec, t, ms)", [text, [x.as_json() for x in matches]])
+        assert js == (py.as_json() if py else None), name
+        named += py is not None
+    assert named >= 8
+    ctx.close()
