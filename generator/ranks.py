@@ -7,8 +7,8 @@ say *what* failed; this module says *which rank*, from what the log shows beside
   `last enqueued work` / `last completed work`. A rank whose last enqueued work is behind the
   others' never entered the collective they are stuck in: it is the one to look at, even when it
   printed nothing (then it is the rank missing from the ranks that timed out);
-- the flight recorder: "First PG on this rank to signal dumping" (this rank noticed first)
-  versus "Observed flight recorder dump signal from another rank";
+- (not the flight recorder's "First PG on this rank to signal dumping": the rank that timed out
+  first is the one that waited longest, a victim);
 - torchrun's `Root Cause (first observed failure)` block, which names the first rank to *exit*
   — often a bystander killed after the real failure; the verdict says so when they disagree;
 - hosts, from NCCL's `host:pid:tid [dev] NCCL INFO ... rank R nranks N` lines and the root
@@ -208,10 +208,8 @@ def _from_watchdog(scan: RankScanner) -> tuple[int, str, tuple[tuple[int, str], 
             f"ranks {_span(waiting)} timed out in {where}; rank {r} reported no timeout: it never entered that "
             f"collective, so look at what it was doing{' (also silent: ' + others + ')' if others else ''}"
         ), ()
-    first = [r for r, st in timed.items() if st.first_dump]
-    if len(first) == 1:
-        r = first[0]
-        return r, f"rank {r} was the first to signal the flight-recorder dump; the others observed its signal", tuple(timed[r].lines)
+    # "First PG on this rank to signal dumping" is not evidence against a rank: the first to time
+    # out is the first to have entered the collective, a waiter, not the one that never came.
     return None
 
 

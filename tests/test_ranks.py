@@ -85,12 +85,13 @@ def test_every_rank_in_the_same_collective_names_no_one(knowledge: Knowledge) ->
     assert matches[0].slug == "nccl-watchdog-timeout" and v is None
 
 
-def test_the_first_rank_to_signal_the_flight_recorder_dump(knowledge: Knowledge) -> None:
+def test_the_first_rank_to_signal_the_flight_recorder_dump_is_not_accused(knowledge: Knowledge) -> None:
+    # As in hiyouga/LlamaFactory#8261: the rank whose watchdog fired first waited longest; it is a victim.
     lines = [watchdog(r, 12) for r in range(4)]
     lines += ["[rank1]:[E1130 02:23:19.811412 1234 ProcessGroupNCCL.cpp:1683] [PG ID 0 PG GUID 0(default_pg) Rank 1] First PG on this rank to signal dumping."]
     lines += [f"[rank{r}]:[E1130 02:23:20.1 1234 ProcessGroupNCCL.cpp:1721] [PG ID 0 PG GUID 0(default_pg) Rank {r}] Observed flight recorder dump signal from another rank via TCPStore." for r in (0, 2, 3)]
     _, v = verdict(knowledge, lines)
-    assert v is not None and v.rank == 1 and "first to signal" in v.reason
+    assert v is None
 
 
 def test_process_groups_are_compared_apart(knowledge: Knowledge) -> None:

@@ -132,12 +132,7 @@ function initiatingRank(spec, text, matches) {
       return [silent[0], "ranks " + span(waiting) + " timed out in " + where + "; rank " + silent[0] + " reported no timeout: it never entered that " +
         "collective, so look at what it was doing" + (others ? " (also silent: " + others + ")" : ""), []];
     }
-    var first = [];
-    timed.forEach(function (st, fr) { if (st.firstDump) first.push(fr); });
-    if (first.length === 1) {
-      return [first[0], "rank " + first[0] + " was the first to signal the flight-recorder dump; the others observed its signal", timed.get(first[0]).lines];
-    }
-    return null;
+    return null;  // the first rank to signal the flight-recorder dump waited longest: a victim
   }
 
   var verdict = null;
