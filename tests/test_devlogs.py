@@ -25,9 +25,11 @@ ISSUE_URL = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 # Measured on the set as committed (168 logs, 49 entries): 159/168 right first over all logs,
-# 39/48 over the labelled ones. The floors allow losing about one labelled log, no more.
-FLOOR_ALL = 0.93
-FLOOR_LABELLED = 0.78
+# 39/48 over the labelled ones. After the entries of the second round (118 entries) and the
+# fingerprint gaps found on this set: 168/168 over all logs, 66/66 over the labelled ones.
+# The floors allow losing about one labelled log, no more.
+FLOOR_ALL = 0.99
+FLOOR_LABELLED = 0.98
 
 
 @pytest.fixture(scope="module")
