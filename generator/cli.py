@@ -121,8 +121,34 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"{n} warning{'s' * (n != 1)} (not fatal; 'failpedia check' lists them)", file=sys.stderr)
     reused = f", {result.reused} reused" if cache_dir else ""
     print(f"built {result.pages} pages ({result.files} files, {result.rendered} rendered{reused}) into {out}/ — "
-          f"open {out}/index.html or run 'failpedia serve'")
+          f"to read it, run {serve_hint(out)}")
     return 0
+
+
+def _command() -> str:
+    """How to type `failpedia` in the caller's shell: the bare name when PATH finds this very
+    installation, else its path (`.venv/bin/failpedia` after `make site`)."""
+    import shutil
+
+    script = Path(sys.executable).parent / "failpedia"
+    if not script.is_file():
+        return f"{sys.executable} -m generator"
+    found = shutil.which("failpedia")
+    if found and Path(found).resolve() == script.resolve():
+        return "failpedia"
+    try:
+        return script.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(script)
+
+
+def serve_hint(out: Path) -> str:
+    """The command that serves the site just built, as the caller can type it."""
+    flags = "" if out == Path("site") else f" --out {out}"
+    hint = f"'{_command()} serve{flags}'"
+    if not flags and Path("Makefile").is_file():
+        hint = f"'make serve' (or {hint})"
+    return hint
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -132,8 +158,25 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+FOUND_ENTRIES = "entries folder (default: the Failpedia repository you are in, else the entries this installation carries)"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("failpedia")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="failpedia", description="Build and query the Failpedia encyclopedia of ML-training failures.")
+    parser = _Parser(
+        prog="failpedia", description="Build and query the Failpedia encyclopedia of ML-training failures.",
+        epilog="exit status: 0 done (diagnose/search: found); 1 diagnose/search: nothing matched, check/build: the entries have errors; "
+               "2 bad arguments or unreadable input; 3 cannot work here (no entries, entries with errors, bad settings)",
+    )
+    parser.add_argument("--version", action="version", version=f"failpedia {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("check", help="validate every entry and print every problem")
@@ -178,7 +221,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("diagnose", help="name the failure a training log shows")
     p.add_argument("logs", nargs="+", metavar="LOG", help="log files (.gz works), or - for standard input")
-    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--entries", default=None, metavar="DIR", help=FOUND_ENTRIES)
     p.add_argument("--top", type=_at_least_one, default=5, metavar="N", help="show at most N matches (default: 5)")
     p.add_argument("--json", action="store_true", help="print JSON for tools")
     p.add_argument("--follow", action="store_true", help="watch a growing log (like tail -f) and report as soon as a fingerprint fires")
@@ -186,7 +229,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="find entries by words, #tags, identifiers or a pasted error line")
     p.add_argument("query", nargs="+", metavar="QUERY", help="e.g. '#ddp #oom bucket' (quote it: # starts a shell comment)")
-    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--entries", default=None, metavar="DIR", help=FOUND_ENTRIES)
     p.add_argument("--top", type=_at_least_one, default=10, metavar="N", help="show at most N results (default: 10)")
     p.add_argument("--json", action="store_true", help='print {"query": ..., "results": [{"slug", "title", "url", "score", "tags"}, ...]}')
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)

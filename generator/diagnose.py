@@ -39,6 +39,7 @@ from typing import Any, BinaryIO
 from ahocorasick_rs import BytesAhoCorasick
 
 from .load import shown
+from .locate import Encyclopedia, locate
 from .patterns import MAX_LINE, compile_pattern, plain_number, required_literals
 
 __all__ = ["Match", "Matcher", "diagnose_bytes", "matcher_spec", "rank_hits"]
@@ -396,11 +397,18 @@ def _chunks(path: str, stream: BinaryIO) -> Iterator[bytes]:
         yield data
 
 
-def _load_spec(entries: str) -> dict[str, Any]:
+def _load_spec(enc: Encyclopedia) -> dict[str, Any]:
+    """The matcher definition: the one compiled into the package, or made from the entries."""
     from .build import load_catalog
     from .pages import fingerprint_data
+    from .problems import BuildFailed, SetupError
 
-    return matcher_spec(fingerprint_data(load_catalog(Path(entries))))
+    if enc.spec is not None:
+        return json.loads(enc.spec.read_bytes())  # type: ignore[no-any-return]
+    try:
+        return matcher_spec(fingerprint_data(load_catalog(enc.entries)))
+    except BuildFailed as e:
+        raise SetupError(f"cannot diagnose: the entries in {enc.entries} have {e}; run 'failpedia check' to see them") from None
 
 
 def _print_text(matches: list[Match], top: int, out: io.TextIOBase | Any) -> None:
@@ -424,8 +432,9 @@ def cmd_diagnose(args: Any) -> int:
         raise UsageError("--follow takes exactly one log file (not -)")
     if args.logs.count("-") > 1:
         raise UsageError("standard input (-) can be given only once")
-    base_url = load_config(Path(".")).base_url
-    spec = _load_spec(args.entries)
+    enc = locate(args.entries)
+    base_url = load_config(enc.project).base_url
+    spec = _load_spec(enc)
     if args.follow:
         return _follow(spec, args.logs[0], base_url, args)
     matchers = []

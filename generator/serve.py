@@ -36,7 +36,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .config import Config
-from .problems import BuildFailed, FailpediaError, Problem, UsageError
+from .problems import BuildFailed, FailpediaError, Problem, SetupError, UsageError
 from .config import TEMPLATES
 from .indexer import INDEX_DIR, INDEX_DIRS, NEXT_INDEX_DIR
 
@@ -392,7 +392,7 @@ class DevServer:
         cache_dir: Path | None = None,
     ) -> None:
         if not entries.is_dir():
-            raise FailpediaError(f"{entries}: entries folder not found; pass --entries DIR")
+            raise SetupError(f"{entries}: entries folder not found; pass --entries DIR")
         for watched in (entries, templates):
             if _inside(out, watched) or _inside(watched, out):
                 raise UsageError(f"the output folder {out} overlaps the watched folder {watched}; choose another --out")

@@ -243,7 +243,7 @@ def test_usage_error_exits_2(run_cli) -> None:
 
 def test_missing_entries_folder(run_cli, tmp_path: Path) -> None:
     code, out, err = run_cli("check", "--entries", str(tmp_path / "nope"))
-    assert code == 1 and "entries folder not found" in err
+    assert code == 3 and "entries folder not found" in err  # a setup error
 
 
 def test_a_link_that_is_not_returned_warns_at_its_line_and_build_counts_the_same_warnings(run_cli, tmp_path: Path) -> None:
@@ -276,7 +276,7 @@ def test_the_command_exits_with_mains_code_and_delivers_all_its_output(sample: P
     assert ok.returncode == 0 and ok.stdout.splitlines()[-1] == "3 entries, 0 errors, 2 warnings", ok
     assert len(ok.stdout.splitlines()) == 3
     bad = subprocess.run([*argv, "check", "--entries", str(tmp_path / "missing")], capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 1 and "entries folder not found" in bad.stderr
+    assert bad.returncode == 3 and "entries folder not found" in bad.stderr
     usage = subprocess.run([*argv, "build", "--jobs", "many"], capture_output=True, text=True, timeout=120)
     assert usage.returncode == 2 and "argument --jobs: 'many' is not a whole number" in usage.stderr
 
