@@ -260,7 +260,8 @@ def _matcher_entries(catalog: Catalog) -> dict[str, Any]:
 
 def _matcher_entry(rec: Record) -> dict[str, Any]:
     head = rec.head
-    return {"title": head.title, "url": entry_url(rec.slug), "summary": head.summary, "fix": head.fix_summary, "often_causes": list(head.often_causes)}
+    return {"title": head.title, "url": entry_url(rec.slug), "summary": head.summary, "fix": head.fix_summary, "steps": list(head.first_steps),
+            "often_causes": list(head.often_causes)}
 
 
 def _matcher_items(catalog: Catalog) -> list[bytes]:

@@ -51,6 +51,9 @@ class FingerprintHead(NamedTuple):
                    tuple(required_literals(fp.pattern)), tuple(required_literals(fp.near)) if fp.near else ())
 
 
+FIRST_STEPS = 3
+
+
 @dataclass(frozen=True)
 class Head:
     """What other pages and the site-wide files need of an entry (cards, links, the matcher, the
@@ -63,6 +66,7 @@ class Head:
     related: tuple[str, ...]
     often_causes: tuple[str, ...]
     fix_summary: str
+    first_steps: tuple[str, ...]  # the fix's first FIRST_STEPS steps (markdown), for diagnose's answer
     fingerprints: tuple[FingerprintHead, ...]
     camel: frozenset[str]  # entrytext.camel_words
     # Digests made here, once per version of the file: of the fingerprints, and of everything the
@@ -74,8 +78,9 @@ class Head:
     def of(cls, e: Entry) -> "Head":
         fingerprints = tuple(FingerprintHead.of(fp) for fp in e.fingerprints)
         fingerprints_key = _digest(repr(fingerprints))
-        matcher_key = _digest(repr((e.title, e.summary, e.fix.summary, tuple(e.often_causes), fingerprints_key)))
-        return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary,
+        first_steps = tuple(e.fix.steps[:FIRST_STEPS])
+        matcher_key = _digest(repr((e.title, e.summary, e.fix.summary, first_steps, tuple(e.often_causes), fingerprints_key)))
+        return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary, first_steps,
                    fingerprints, camel_words(e), fingerprints_key, matcher_key)
 
 
