@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, MutableMapping
@@ -16,10 +17,10 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, TypeVar
 
-from .load import PathKey
+from .load import PathKey, shown
 from .problems import BuildFailed, Problem
 from .read import Source
-from .schema import Category, Entry, Tag
+from .schema import SLUG_RE, Category, Entry, Tag
 from .validate import Head, Parsed, parse_categories, parse_entry, parse_tags, suggest
 
 __all__ = ["Catalog", "Record", "Stored", "build_catalog", "normalize_tag"]
@@ -308,6 +309,13 @@ def build_catalog(
             for t in dupes:
                 problems.append(Problem(rec.path, *loaded.where((fname,)), f"{fname}: '{t}' is listed twice"))
 
+    raws = {path: raw for path, _category, _slug, raw in source.entries}
+    for slug, rec in records.items():
+        raw = raws.get(rec.path)
+        # a file not read this time (unchanged since it passed) can only break by a target's removal
+        if any(t not in known for t in rec.head.xrefs) or (raw is not None and b"[[" in raw):
+            problems.extend(_xref_problems(source, rec, raw, known))
+
     if any(p.severity == "error" for p in problems):
         raise BuildFailed(problems)
 
@@ -360,3 +368,25 @@ def build_catalog(
         make_warnings=make_warnings,
         memo=memo,
     )
+
+
+_XREF_ANY_RE = re.compile(r"\[\[([^\]\n]*)\]\]")  # anything written in double brackets
+
+
+def _xref_problems(source: Source, rec: Record, raw: bytes | None, known: set[str]) -> list[Problem]:
+    """Each `[[...]]` in the entry's file that names no entry, at its line and column."""
+    from .read import read_entry
+
+    text = (raw if raw is not None else read_entry(source, rec.category, rec.slug)).decode("utf-8", "replace")
+    out = []
+    for m in _XREF_ANY_RE.finditer(text):
+        name = m.group(1)
+        if name in known:
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+        if SLUG_RE.fullmatch(name):
+            out.append(Problem(rec.path, line, col, f"[[{name}]]: no entry '{name}'{suggest(name, known)}"))
+        else:
+            out.append(Problem(rec.path, line, col, f"[[{shown(name, 80)}]]: not an entry's slug (lower-case words joined by '-', e.g. [[cuda-out-of-memory]])"))
+    return out

@@ -114,7 +114,7 @@ def entry_fragments(e: Entry) -> dict[str, Any]:
 def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[str, str]) -> dict[str, Any]:
     e = rec.entry
     cat = catalog.categories[rec.category]
-    fragments = rec.fragments or entry_fragments(e)
+    fragments = _linked(rec.fragments or entry_fragments(e), _xref_titles(catalog, rec), rec.slug)
     edit_url = f"{config.repo_url}/edit/{config.branch}/entries/{_key(rec)}" if config.repo_url else ""
     issue_url = f"{config.repo_url}/issues/new?title={_quote('Problem in ' + rec.slug)}" if config.repo_url else ""
     return {
@@ -136,6 +136,28 @@ def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[st
             faq_html=[f["a"] for f in fragments["faq"]],
         ))),
     }
+
+
+def _xref_titles(catalog: Catalog, rec: Record) -> dict[str, str]:
+    """The titles of the entries this entry's text names ([[slug]] or a bare slug)."""
+    return {s: catalog.records[s].head.title for s in (*rec.head.xrefs, *rec.head.mentions) if s in catalog.records}
+
+
+def _linked(value: Any, titles: dict[str, str], own: str) -> Any:
+    """The fragments with entry names made links (markdown.link_entries); code is left alone."""
+    if isinstance(value, Markup):
+        return md.link_entries(str(value), titles, own) if titles else value
+    if isinstance(value, list):
+        return [_linked(v, titles, own) for v in value]
+    if isinstance(value, dict):
+        return {k: v if k in ("code", "html") else _titled(v, titles, own) if k == "q" else _linked(v, titles, own) for k, v in value.items()}
+    return value
+
+
+def _titled(text: str, titles: dict[str, str], own: str) -> str:
+    """Plain text (a FAQ question, shown as a heading) with entry names as titles, not links."""
+    text = md.XREF_RE.sub(lambda m: titles.get(m.group(1), m.group(1)), text)
+    return md.MENTION_RE.sub(lambda m: titles[m.group(0)] if m.group(0) in titles and m.group(0) != own else m.group(0), text)
 
 
 def _link_groups(catalog: Catalog, rec: Record) -> dict[str, list[dict[str, Any]]]:
@@ -329,7 +351,8 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     camel = sindex.global_digest()
     for slug, rec in catalog.records.items():
         groups = (rec.head.related, rec.head.often_causes, catalog.caused_by[slug], catalog.backlinks[slug], catalog.similar[slug])
-        linked = tuple(sorted({s for g in groups for s in g} - {slug}))
+        named = {s for s in (*rec.head.xrefs, *rec.head.mentions) if s in catalog.records}  # their titles show in the text
+        linked = tuple(sorted({s for g in groups for s in g} - {slug} | named))
         add(
             f"{slug}/index.html", "entry.html", {"title": rec.head.title, "description": rec.head.summary}, (slug,), cards=linked,
             make=partial(_entry_page, catalog, rec, config, dates, sindex if search else None),

@@ -7,6 +7,19 @@
     set: function (k, v) { try { localStorage.setItem(k, v); } catch (e) { /* storage may be blocked */ } }
   };
 
+  // Opened from a file, a link to a folder shows the browser's folder listing: point each one at
+  // the folder's index.html. Served pages are left alone (their URLs stay the folder's).
+  if (location.protocol === "file:") {
+    document.querySelectorAll("a[href]").forEach(function (a) {
+      var href = a.getAttribute("href");
+      var cut = href.search(/[?#]/);
+      var path = cut < 0 ? href : href.slice(0, cut);
+      if (path === "" || /^[a-z][a-z0-9+.-]*:/i.test(path)) return;  // this page's fragment, or another site
+      if (path === "." || path === "..") path += "/";
+      if (path.slice(-1) === "/") a.setAttribute("href", path + "index.html" + (cut < 0 ? "" : href.slice(cut)));
+    });
+  }
+
   // Dark-mode toggle that remembers the choice (theme.js applies it before the first paint).
   var toggle = document.querySelector(".theme-toggle");
   if (toggle) {
