@@ -298,6 +298,9 @@ def _matcher_items(catalog: Catalog) -> list[bytes]:
 
 
 
+HOME_COMMON = 8  # entries the home page shows as the most common failures
+
+
 def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None, search: bool = True) -> list[Page]:
     """Every page of the site, in a stable order. `search=False`: no Pagefind blocks in entry pages."""
     dates = dates or {}
@@ -337,14 +340,24 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
             title = context["title"] if n == 1 else f"{context['title']} (page {n} of {count})"
             add(path, template, {**context, "title": title, "pager": pager}, cards=chunk, make=partial(cards_of, chunk))
 
-    # The home page lists every entry while they fit on one page, then the most recently updated.
-    recent = all_slugs if len(all_slugs) <= config.page_size else tuple(
-        sorted(all_slugs, key=lambda s: (dates.get(_key(catalog.records[s]), ""), s), reverse=True)[: config.page_size])
+    # Relevance: how many other entries point at an entry (related, often_causes) says how central
+    # it is; the CUDA OOM page, which many OOM-shaped failures point to, comes before them.
+    inbound = {slug: len(set(catalog.backlinks[slug]) | set(catalog.caused_by[slug])) for slug in all_slugs}
+
+    def by_relevance(slugs: tuple[str, ...], tag: str | None = None) -> tuple[str, ...]:
+        """A tag's entries: those that name the tag earliest in their tags first (they are about
+        it), then the most pointed-at; a category's: the most pointed-at first."""
+        def key(s: str) -> tuple[int, int, str]:
+            return (catalog.records[s].tags.index(tag) if tag is not None and tag in catalog.records[s].tags else 0, -inbound[s], s)
+        return tuple(sorted(slugs, key=key))
+
+    # The home page: search and "paste your error" first, then the most common failures.
+    common = by_relevance(all_slugs)[:HOME_COMMON]
     add(
         "index.html",
         "home.html",
-        {"categories": categories, "tags": used_tags, "total": len(all_slugs), "title": None},
-        cards=tuple(recent), make=partial(cards_of, tuple(recent)),
+        {"categories": categories, "tags": sorted(used_tags, key=lambda tn: (-tn[1], tn[0])), "total": len(all_slugs), "title": None},
+        cards=common, make=partial(cards_of, common),
     )
     sindex = SearchIndex.build(catalog)
     pairs = catalog.derived("tag_pairs", tag_pairs)
@@ -370,14 +383,14 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     for t, tag in catalog.tags.items():
         listing(
             tag_url(t), "tag.html", {"title": f"#{t}", "tag": tag, "description": tag.description, "pairs": pairs_of[t]},
-            tuple(catalog.by_tag[t]),
+            by_relevance(tuple(catalog.by_tag[t]), t),
         )
     for pair in pairs:
         listing(
             tag_url(pair.name), "tag-pair.html",
             {"title": f"#{pair.a} + #{pair.b}", "a": catalog.tags[pair.a], "b": catalog.tags[pair.b],
              "description": f"Entries tagged both #{pair.a} and #{pair.b}."},
-            pair.slugs,
+            pair.slugs,  # already the most about the pair first (searchindex.tag_pairs)
         )
     add(
         "search/index.html",
@@ -395,7 +408,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     add("categories/index.html", "categories.html", {"title": "Categories", "categories": categories})
     for c in catalog.categories.values():
         listing(category_url(c.name), "category.html", {"title": c.title, "category": c, "description": c.description},
-                tuple(catalog.by_category[c.name]))
+                by_relevance(tuple(catalog.by_category[c.name])))
     # The 404 page is served at any depth, so its links are rooted at the base URL's path.
     from urllib.parse import urlsplit
 

@@ -7,16 +7,13 @@
     set: function (k, v) { try { localStorage.setItem(k, v); } catch (e) { /* storage may be blocked */ } }
   };
 
-  // Opened from a file, a link to a folder shows the browser's folder listing: point each one at
-  // the folder's index.html. Served pages are left alone (their URLs stay the folder's).
+  // From file://, a folder link shows a folder listing: point it at the folder's index.html.
   if (location.protocol === "file:") {
     document.querySelectorAll("a[href]").forEach(function (a) {
-      var href = a.getAttribute("href");
-      var cut = href.search(/[?#]/);
-      var path = cut < 0 ? href : href.slice(0, cut);
-      if (path === "" || /^[a-z][a-z0-9+.-]*:/i.test(path)) return;  // this page's fragment, or another site
+      var m = /^([^?#]*)(.*)$/.exec(a.getAttribute("href")), path = m[1];
+      if (path === "" || /^[a-z][a-z0-9+.-]*:/i.test(path)) return;
       if (path === "." || path === "..") path += "/";
-      if (path.slice(-1) === "/") a.setAttribute("href", path + "index.html" + (cut < 0 ? "" : href.slice(cut)));
+      if (path.slice(-1) === "/") a.setAttribute("href", path + "index.html" + m[2]);
     });
   }
 
@@ -73,6 +70,15 @@
     pre.parentNode.insertBefore(wrap, pre);
     wrap.appendChild(pre);
     wrap.appendChild(button);
+  });
+
+  // A table wider than the page says that it scrolls.
+  document.querySelectorAll(".table-scroll").forEach(function (box) {
+    if (box.scrollWidth <= box.clientWidth + 1) return;
+    var hint = document.createElement("p");
+    hint.className = "scroll-hint";
+    hint.textContent = "Scroll the table sideways \u2192";
+    box.parentNode.insertBefore(hint, box);
   });
 
   // Code examples become one tab per stack (without JS they show one after another). The chosen
