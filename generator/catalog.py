@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, TypeVar
 
-from .load import PathKey, shown
+from .load import LoadError, PathKey, load_yaml, shown
 from .problems import BuildFailed, Problem
 from .read import Source
 from .schema import SLUG_RE, Category, Entry, Tag
@@ -271,6 +271,7 @@ def build_catalog(
 
     parsed: dict[str, tuple[str, str, Parsed]] = {}
     seen_paths: dict[str, str] = {}
+    failed: list[tuple[str, bytes]] = []  # entries that did not validate: checked for the rest below
     for path, category, slug, raw in source.entries:
         if slug in seen_paths:
             problems.append(Problem(path, 0, 0, f"duplicate slug '{slug}': also {seen_paths[slug]}; rename one of the files"))
@@ -288,6 +289,8 @@ def build_catalog(
         problems.extend(errs)
         if result is not None:
             parsed[slug] = (path, category, result)
+        elif raw is not None and errs:
+            failed.append((path, raw))
 
     records: dict[str, Record] = {}
     spellings: dict[str, str] = {}
@@ -309,6 +312,8 @@ def build_catalog(
             for t in dupes:
                 problems.append(Problem(rec.path, *loaded.where((fname,)), f"{fname}: '{t}' is listed twice"))
 
+    for path, raw in failed:
+        problems.extend(_unparsed_checks(raw, path, aliases, known))
     raws = {path: raw for path, _category, _slug, raw in source.entries}
     for slug, rec in records.items():
         raw = raws.get(rec.path)
@@ -377,7 +382,10 @@ def _xref_problems(source: Source, rec: Record, raw: bytes | None, known: set[st
     """Each `[[...]]` in the entry's file that names no entry, at its line and column."""
     from .read import read_entry
 
-    text = (raw if raw is not None else read_entry(source, rec.category, rec.slug)).decode("utf-8", "replace")
+    return _xref_scan(rec.path, (raw if raw is not None else read_entry(source, rec.category, rec.slug)).decode("utf-8", "replace"), known)
+
+
+def _xref_scan(path: str, text: str, known: set[str]) -> list[Problem]:
     out = []
     for m in _XREF_ANY_RE.finditer(text):
         name = m.group(1)
@@ -386,7 +394,31 @@ def _xref_problems(source: Source, rec: Record, raw: bytes | None, known: set[st
         line = text.count("\n", 0, m.start()) + 1
         col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
         if SLUG_RE.fullmatch(name):
-            out.append(Problem(rec.path, line, col, f"[[{name}]]: no entry '{name}'{suggest(name, known)}"))
+            out.append(Problem(path, line, col, f"[[{name}]]: no entry '{name}'{suggest(name, known)}"))
         else:
-            out.append(Problem(rec.path, line, col, f"[[{shown(name, 80)}]]: not an entry's slug (lower-case words joined by '-', e.g. [[cuda-out-of-memory]])"))
+            out.append(Problem(path, line, col, f"[[{shown(name, 80)}]]: not an entry's slug (lower-case words joined by '-', e.g. [[cuda-out-of-memory]])"))
+    return out
+
+
+def _unparsed_checks(raw: bytes, path: str, aliases: dict[str, str], known: set[str]) -> list[Problem]:
+    """The cross-file checks of an entry whose fields did not validate (its tags, its links, its
+    [[...]]), from its YAML: one run of `check` reports every problem of a file, not one stage's."""
+    try:
+        loaded = load_yaml(raw)
+    except LoadError:  # reported already
+        return []
+    data = loaded.data
+    if not isinstance(data, dict):
+        return []
+    out = []
+    tags = data.get("tags")
+    for i, t in enumerate(tags if isinstance(tags, list) else []):
+        if isinstance(t, str) and t.isascii() and aliases and aliases.get(normalize_tag(t)) is None:
+            out.append(Problem(path, *loaded.where(("tags", i)), f"unknown tag '{t}'{suggest(normalize_tag(t), set(aliases))} (tags are listed in tags.yaml)"))
+    for fname in ("related", "often_causes"):
+        targets = data.get(fname)
+        for i, target in enumerate(targets if isinstance(targets, list) else []):
+            if isinstance(target, str) and SLUG_RE.fullmatch(target) and target not in known:
+                out.append(Problem(path, *loaded.where((fname, i)), f"{fname}[{i}]: no entry '{target}'{suggest(target, known)}"))
+    out.extend(_xref_scan(path, raw.decode("utf-8", "replace"), known))
     return out

@@ -86,13 +86,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         errors = sum(p.severity == "error" for p in e.problems)
         print(f"{count} entries, {errors} error{'s' * (errors != 1)}")
         return 1
+    # Link and tag suggestions (a related link not returned, a tag only one entry uses) are about
+    # the whole corpus, not the file a contributor edits: listed only when asked for.
+    warnings = catalog.warnings if args.strict else ()
+    hidden = catalog.warning_count if not args.strict else 0
     if args.format == "json":
-        _print_json(catalog.warnings, count)
-        return 0
-    _print_problems(catalog.warnings, args.format)
-    warnings = len(catalog.warnings)
-    print(f"{count} entries, 0 errors, {warnings} warning{'s' * (warnings != 1)}")
-    return 0
+        _print_json(warnings, count)
+        return 1 if warnings else 0
+    _print_problems(warnings, args.format)
+    summary = f"{count} entries, 0 errors"
+    if args.strict:
+        summary += f", {len(warnings)} warning{'s' * (len(warnings) != 1)}"
+    elif hidden:
+        summary += f" ({hidden} link and tag suggestion{'s' * (hidden != 1)}: 'failpedia check --strict')"
+    print(summary)
+    return 1 if warnings else 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -106,19 +114,22 @@ def cmd_build(args: argparse.Namespace) -> int:
     out = Path(args.out)
     cache_dir = None if args.no_cache else Path(args.cache_dir) if args.cache_dir else Path(args.project) / DEFAULT_CACHE
     templates = Path(args.templates) if args.templates else TEMPLATES
+    from .progress import Progress
+
+    progress = Progress()
     try:
-        result = build(Path(args.entries), out, config, templates, search=not args.no_search, cache_dir=cache_dir, jobs=args.jobs)
+        result = build(Path(args.entries), out, config, templates, search=not args.no_search, cache_dir=cache_dir, jobs=args.jobs,
+                       progress=progress)
     except BuildFailed as e:
+        progress.done()
         _print_problems(e.problems)
         errors = sum(p.severity == "error" for p in e.problems)
         print(f"build failed: {errors} error{'s' * (errors != 1)}; {out} was left as it was", file=sys.stderr)
         return 1
+    progress.done()
     if result.unchanged:
         print(f"nothing changed since the last build; {out}/ is up to date")
         return 0
-    if result.warnings:
-        n = result.warnings
-        print(f"{n} warning{'s' * (n != 1)} (not fatal; 'failpedia check' lists them)", file=sys.stderr)
     reused = f", {result.reused} reused" if cache_dir else ""
     print(f"built {result.pages} pages ({result.files} files, {result.rendered} rendered{reused}) into {out}/ — "
           f"to read it, run {serve_hint(out)}")
@@ -158,6 +169,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+SERVE_OUT = Path(".cache") / "serve" / "site"
 FOUND_ENTRIES = "entries folder (default: the Failpedia repository you are in, else the entries this installation carries)"
 
 
@@ -185,13 +197,16 @@ def _parser() -> argparse.ArgumentParser:
         "--format", choices=("text", "github", "json"), default="text",
         help="text: path:line:col: message; github: workflow annotations (::error file=...); json: one document for tools",
     )
+    p.add_argument("--strict", action="store_true",
+                   help="also list the corpus-wide warnings (a related link not returned, a tag one entry uses, an entry nothing links to); exit 1 if any")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("serve", help="build, serve on localhost, rebuild on changes and reload the browser")
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000; 0 picks a free one)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
-    p.add_argument("--out", default="site", metavar="DIR", help="output folder (default: site)")
+    # Not site/: its pages carry localhost URLs, which a deploy of site/ must never publish.
+    p.add_argument("--out", default=str(SERVE_OUT), metavar="DIR", help=f"output folder (default: {SERVE_OUT}, never the deployed site/)")
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.add_argument("--templates", default=None, metavar="DIR", help="jinja templates and static files (default: the ones shipped in templates/)")
     p.set_defaults(func=_lazy("serve", "cmd_serve"))

@@ -544,21 +544,30 @@ def cmd_diagnose(args: Any) -> int:
     spec = _load_spec(enc)
     if args.follow:
         return _follow(spec, args.logs[0], base_url, args, enc)
+    from .progress import Progress
+
+    progress = Progress()
     matchers = []
     try:
         for path in args.logs:
             m = Matcher(spec, path)
             stream = _open(path)
+            raw = getattr(stream, "fileobj", None) or stream  # a .gz: its compressed file says how far we are
+            size = Path(path).stat().st_size if path != "-" and Path(path).is_file() else 0
             try:
                 for data in _chunks(path, stream):
                     m.feed(data)
+                    if size:
+                        progress(f"{path}: {raw.tell() * 100 // size}% of {size / 2**20:.0f} MiB")
             finally:
                 if path != "-":
                     stream.close()
             m.close()
             matchers.append(m)
     except _InputError as e:
+        progress.done()
         raise UsageError(str(e)) from None
+    progress.done()
     matches = rank_hits(spec, matchers, base_url)
     if args.json:
         print(json.dumps({"matches": [m.as_json() for m in matches[: args.top]]}, indent=2))

@@ -61,3 +61,53 @@ def test_build_hint_names_a_command_this_shell_can_run(sample: Path, tmp_path: P
     assert hint.startswith("'make serve' (or '") and "open site/index.html" not in done.stdout
     command = hint.split("(or '")[1].split(" serve'")[0]
     assert "/" in command and os.access(command, os.X_OK)  # a path that runs, not a name PATH does not find
+
+
+def test_site_is_created_world_readable(sample: Path, tmp_path: Path) -> None:
+    """Under umask 022 the output is 0755 folders and 0644 files, as a web server running as
+    another user needs (mkdtemp alone makes the swapped-in folder 0700)."""
+    import stat
+
+    from generator.build import build
+    from generator.config import Config
+
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "site"
+        build(sample, out, Config(), search=False)
+    finally:
+        os.umask(old)
+    modes = {stat.S_IMODE(p.stat().st_mode) for p in [out, *out.rglob("*")] if p.is_dir()}
+    files = {stat.S_IMODE(p.stat().st_mode) for p in out.rglob("*") if p.is_file()}
+    assert modes == {0o755} and files == {0o644}, (modes, files)
+
+
+def test_serve_never_writes_the_deployed_site_folder(run_cli, tmp_path: Path) -> None:
+    from generator.cli import SERVE_OUT, _parser
+
+    args = _parser().parse_args(["serve"])
+    assert Path(args.out) == SERVE_OUT and SERVE_OUT.parts[0] == ".cache"
+    code, _, err = run_cli("serve", "--out", "site", "--port", "0", "--project", str(tmp_path), "--entries", str(tmp_path))
+    assert code == 2 and "serve's pages carry localhost URLs" in err
+
+
+def test_progress_only_on_a_terminal_and_only_for_long_work() -> None:
+    import io
+
+    from generator.progress import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty, pipe = Terminal(), io.StringIO()
+    for stream in (tty, pipe):
+        p = Progress(stream, delay=0)
+        p("rendering 10 of 20 files")
+        p.done()
+    assert tty.getvalue() == "\r\x1b[Krendering 10 of 20 files\r\x1b[K" and pipe.getvalue() == ""
+    quick = Terminal()
+    p = Progress(quick)  # the default delay: a quick job shows nothing
+    p("checking 3 entries")
+    p.done()
+    assert quick.getvalue() == ""
