@@ -298,7 +298,7 @@ def _build(
             todo.append((page, writer.reserve(page.path)))
         for name in sorted({p.template for p, _ in todo if p.template}):
             _RENDERER.load(name)  # compiled once, before the workers fork
-        progress(f"rendering {len(todo)} of {len(pages)} files")
+        progress(f"rendering {len(todo)} files")
         run_parallel(_render_to, todo, jobs=jobs, min_items=32)
         rendered = len(todo)
         for path, data in static_files(templates):

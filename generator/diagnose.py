@@ -370,8 +370,8 @@ def rank_hits(spec: dict[str, Any], matchers: Iterable[Matcher], base_url: str =
         rows = _rows(evidence[slug])
         first = min(rows)
         reach = rows[first].matched  # what the entry's fingerprints matched on its first line (rule 5)
-        evs = sorted(rows.items())[:EVIDENCE_PER_ENTRY]
-        candidates.append((slug, total, [(k[0], e) for k, e in evs], first, reach))
+        shown_rows = sorted(rows.items())[:EVIDENCE_PER_ENTRY]
+        candidates.append((slug, total, [(k[0], e) for k, e in shown_rows], first, reach))
     candidates.sort(key=lambda c: (-c[1], c[3], -len(c[4]), c[0]))
     entries = spec["entries"]
     slugs = [c[0] for c in candidates]

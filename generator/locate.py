@@ -63,8 +63,8 @@ def locate(entries: str | None) -> Encyclopedia:
         path = Path(entries)
         if not path.is_dir():
             raise SetupError(f"{entries}: entries folder not found")
-        repo = path.absolute().parent
-        return Encyclopedia(path, repo if _is_repository(repo) else HOME, bundled=False)
+        parent = path.absolute().parent
+        return Encyclopedia(path, parent if _is_repository(parent) else HOME, bundled=False)
     repo = find_repository()
     if repo is not None:
         return Encyclopedia(repo / "entries", repo, bundled=False)

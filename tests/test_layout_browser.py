@@ -98,3 +98,38 @@ def test_search_on_a_phone_shows_results_before_facets_and_no_keyboard_tips(brow
     assert results < facets
     assert not page.locator(".kbd-tips").is_visible()
     ctx.close()
+
+
+def test_the_404_page_suggests_the_entry_meant(browser, real_site) -> None:
+    """A mistyped address (/cuda-oom/) offers CUDA out of memory, served the way a static host
+    serves 404.html for every missing path."""
+    import functools
+    import http.server
+    import threading
+
+    class NotFound(http.server.SimpleHTTPRequestHandler):
+        def send_error(self, code, message=None, explain=None):  # noqa: ANN001
+            if code != 404:
+                return super().send_error(code, message, explain)
+            body = (real_site / "404.html").read_bytes()
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):  # noqa: ANN002
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(NotFound, directory=str(real_site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{server.server_address[1]}/cuda-oom/")
+        wait_until(page, "document.querySelectorAll('#not-found-suggest li').length > 0")
+        assert page.locator("#not-found-suggest li a").first.inner_text() == "CUDA out of memory"
+        assert page.locator(".search-for").get_attribute("href") == "/search/?q=cuda%20oom"
+        page.close()
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -7,7 +7,7 @@
     set: function (k, v) { try { localStorage.setItem(k, v); } catch (e) { /* storage may be blocked */ } }
   };
 
-  // From file://, a folder link shows a folder listing: point it at the folder's index.html.
+  // file://: a folder link opens its index.html, not a folder listing.
   if (location.protocol === "file:") {
     document.querySelectorAll("a[href]").forEach(function (a) {
       var m = /^([^?#]*)(.*)$/.exec(a.getAttribute("href")), path = m[1];
@@ -72,7 +72,6 @@
     wrap.appendChild(button);
   });
 
-  // A table wider than the page says that it scrolls.
   document.querySelectorAll(".table-scroll").forEach(function (box) {
     if (box.scrollWidth <= box.clientWidth + 1) return;
     var hint = document.createElement("p");
