@@ -133,3 +133,26 @@ def test_the_404_page_suggests_the_entry_meant(browser, real_site) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_long_identifier_in_a_card_title_wraps_at_its_underscores_on_a_phone(browser, site_url: str) -> None:
+    ctx = browser.new_context(**PHONE)
+    page = ctx.new_page()
+    page.goto(site_url + "tags/oom/")
+    link = page.locator("main .card h3 a[href$='cublas-execution-failed/']")
+    # the characters before each line break of the rendered title: a space or an underscore, never a letter
+    cuts = link.evaluate("""a => {
+        const out = []; let prevTop = null, prev = "";
+        const walker = document.createTreeWalker(a, NodeFilter.SHOW_TEXT);
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+          for (let i = 0; i < n.length; i++) {
+            const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
+            const rect = r.getClientRects()[0]; if (!rect) continue;
+            if (prevTop !== null && rect.top > prevTop + 2) out.push(prev + n.data[i]);
+            prevTop = rect.top; prev = n.data[i];
+          }
+        }
+        return out; }""")
+    assert cuts, "the title fits one line: nothing to check"
+    assert all(c[0] in " _" or c[1] == " " for c in cuts), cuts
+    ctx.close()
