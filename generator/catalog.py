@@ -271,7 +271,7 @@ def build_catalog(
 
     parsed: dict[str, tuple[str, str, Parsed]] = {}
     seen_paths: dict[str, str] = {}
-    failed: list[tuple[str, bytes]] = []  # entries that did not validate: checked for the rest below
+    failed: list[tuple[str, bytes, set[tuple[int, int]]]] = []  # entries that did not validate, and where: checked for the rest below
     for path, category, slug, raw in source.entries:
         if slug in seen_paths:
             problems.append(Problem(path, 0, 0, f"duplicate slug '{slug}': also {seen_paths[slug]}; rename one of the files"))
@@ -290,7 +290,7 @@ def build_catalog(
         if result is not None:
             parsed[slug] = (path, category, result)
         elif raw is not None and errs:
-            failed.append((path, raw))
+            failed.append((path, raw, {(p.line, p.col) for p in errs}))
 
     records: dict[str, Record] = {}
     spellings: dict[str, str] = {}
@@ -312,8 +312,8 @@ def build_catalog(
             for t in dupes:
                 problems.append(Problem(rec.path, *loaded.where((fname,)), f"{fname}: '{t}' is listed twice"))
 
-    for path, raw in failed:
-        problems.extend(_unparsed_checks(raw, path, aliases, known))
+    for path, raw, reported in failed:  # a place that has an error already gets no second one
+        problems.extend(p for p in _unparsed_checks(raw, path, aliases, known) if (p.line, p.col) not in reported)
     raws = {path: raw for path, _category, _slug, raw in source.entries}
     for slug, rec in records.items():
         raw = raws.get(rec.path)
