@@ -111,3 +111,26 @@ def test_progress_only_on_a_terminal_and_only_for_long_work() -> None:
     p("checking 3 entries")
     p.done()
     assert quick.getvalue() == ""
+
+
+def _handler_in_worker(_item: int) -> str:
+    import signal
+
+    return repr(signal.getsignal(signal.SIGTERM))
+
+
+def test_build_workers_do_not_inherit_serves_sigterm_handler() -> None:
+    """serve's SIGTERM handler only sets a flag: a worker left behind by an interrupted start-up
+    must stop on a plain kill, so workers reset it."""
+    import signal
+
+    from generator.parallel import run_parallel, worker_count
+
+    if worker_count() < 2:
+        pytest.skip("one core: run_parallel runs in this process")
+    old = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        seen = set(run_parallel(_handler_in_worker, list(range(64)), jobs=2, min_items=2))
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert seen == {repr(signal.SIG_DFL)}
