@@ -218,19 +218,21 @@ def build(
     cache_dir: Path | None = None,
     jobs: int | None = None,
     pagefind: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> BuildResult:
     """The whole pipeline. `search=False` skips the Pagefind index; `cache_dir=None` is a cold
     build that neither reads nor writes the cache; `jobs` caps the worker processes.
     `pagefind=False` (with search) writes the pages Pagefind indexes but leaves running it, and
     the site's pagefind/ folder, to the caller: the dev server indexes in the background, so an
-    edit is served in seconds even where indexing takes minutes."""
+    edit is served in seconds even where indexing takes minutes. `progress` hears what stage
+    the build is at (the CLI shows it on a terminal)."""
     with _rare_collections():
-        return _build(entries, out, config, templates, search, cache_dir, jobs, pagefind)
+        return _build(entries, out, config, templates, search, cache_dir, jobs, pagefind, progress or (lambda _: None))
 
 
 def _build(
     entries: Path, out: Path, config: Config, templates: Path, search: bool, cache_dir: Path | None, jobs: int | None,
-    pagefind: bool,
+    pagefind: bool, progress: Callable[[str], None],
 ) -> BuildResult:
     global _RENDERER
     require_templates(templates)
@@ -256,6 +258,7 @@ def _build(
     hashes = {  # each file read is hashed once; one not read has the digest the cache knows it by
         path: digest(raw) if raw is not None else cache.files[path][1] for path, _category, _slug, raw in source.entries
     }
+    progress(f"checking {len(source.entries)} entries")
     parsed = _parse_all(source, hashes, cache, jobs)
     try:
         catalog = build_catalog(source, parsed, cache.memo if cache.enabled else None)
@@ -295,6 +298,7 @@ def _build(
             todo.append((page, writer.reserve(page.path)))
         for name in sorted({p.template for p, _ in todo if p.template}):
             _RENDERER.load(name)  # compiled once, before the workers fork
+        progress(f"rendering {len(todo)} files")
         run_parallel(_render_to, todo, jobs=jobs, min_items=32)
         rendered = len(todo)
         for path, data in static_files(templates):
@@ -303,6 +307,7 @@ def _build(
         if index_now and catalog.records:
             from .indexer import run_pagefind
 
+            progress(f"indexing {len(catalog.records)} entries for search (Pagefind)")
             run_pagefind(writer.tmp, expected_pages=len(catalog.records))
     except BaseException:
         writer.abort()

@@ -49,7 +49,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
-from .problems import FailpediaError
+from .problems import FailpediaError, SetupError
 
 __all__ = ["BuildCache", "code_version", "digest", "input_stamp"]
 
@@ -246,7 +246,7 @@ class BuildCache:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             why = "it is not a folder" if folder.exists() and not folder.is_dir() else e.strerror
-            raise FailpediaError(f"cannot keep the build cache in {folder}: {why}; pass --cache-dir DIR, or --no-cache") from None
+            raise SetupError(f"cannot keep the build cache in {folder}: {why}; pass --cache-dir DIR, or --no-cache") from None
         cache = cls(folder, key)
         try:
             payload = _read_signed(folder / "pages.json", key)

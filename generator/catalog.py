@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, MutableMapping
@@ -16,10 +17,10 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, TypeVar
 
-from .load import PathKey
+from .load import LoadError, PathKey, load_yaml, shown
 from .problems import BuildFailed, Problem
 from .read import Source
-from .schema import Category, Entry, Tag
+from .schema import SLUG_RE, Category, Entry, Tag
 from .validate import Head, Parsed, parse_categories, parse_entry, parse_tags, suggest
 
 __all__ = ["Catalog", "Record", "Stored", "build_catalog", "normalize_tag"]
@@ -270,6 +271,7 @@ def build_catalog(
 
     parsed: dict[str, tuple[str, str, Parsed]] = {}
     seen_paths: dict[str, str] = {}
+    failed: list[tuple[str, bytes, set[tuple[int, int]]]] = []  # entries that did not validate, and where: checked for the rest below
     for path, category, slug, raw in source.entries:
         if slug in seen_paths:
             problems.append(Problem(path, 0, 0, f"duplicate slug '{slug}': also {seen_paths[slug]}; rename one of the files"))
@@ -287,6 +289,8 @@ def build_catalog(
         problems.extend(errs)
         if result is not None:
             parsed[slug] = (path, category, result)
+        elif raw is not None and errs:
+            failed.append((path, raw, {(p.line, p.col) for p in errs}))
 
     records: dict[str, Record] = {}
     spellings: dict[str, str] = {}
@@ -307,6 +311,15 @@ def build_catalog(
             dupes = [t for t, n in Counter(names).items() if n > 1] if len(set(names)) < len(names) else []
             for t in dupes:
                 problems.append(Problem(rec.path, *loaded.where((fname,)), f"{fname}: '{t}' is listed twice"))
+
+    for path, raw, reported in failed:  # a place that has an error already gets no second one
+        problems.extend(p for p in _unparsed_checks(raw, path, aliases, known) if (p.line, p.col) not in reported)
+    raws = {path: raw for path, _category, _slug, raw in source.entries}
+    for slug, rec in records.items():
+        raw = raws.get(rec.path)
+        # a file not read this time (unchanged since it passed) can only break by a target's removal
+        if any(t not in known for t in rec.head.xrefs) or (raw is not None and b"[[" in raw):
+            problems.extend(_xref_problems(source, rec, raw, known))
 
     if any(p.severity == "error" for p in problems):
         raise BuildFailed(problems)
@@ -360,3 +373,52 @@ def build_catalog(
         make_warnings=make_warnings,
         memo=memo,
     )
+
+
+_XREF_ANY_RE = re.compile(r"\[\[([^\]\n]*)\]\]")  # anything written in double brackets
+
+
+def _xref_problems(source: Source, rec: Record, raw: bytes | None, known: set[str]) -> list[Problem]:
+    """Each `[[...]]` in the entry's file that names no entry, at its line and column."""
+    from .read import read_entry
+
+    return _xref_scan(rec.path, (raw if raw is not None else read_entry(source, rec.category, rec.slug)).decode("utf-8", "replace"), known)
+
+
+def _xref_scan(path: str, text: str, known: set[str]) -> list[Problem]:
+    out = []
+    for m in _XREF_ANY_RE.finditer(text):
+        name = m.group(1)
+        if name in known:
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+        if SLUG_RE.fullmatch(name):
+            out.append(Problem(path, line, col, f"[[{name}]]: no entry '{name}'{suggest(name, known)}"))
+        else:
+            out.append(Problem(path, line, col, f"[[{shown(name, 80)}]]: not an entry's slug (lower-case words joined by '-', e.g. [[cuda-out-of-memory]])"))
+    return out
+
+
+def _unparsed_checks(raw: bytes, path: str, aliases: dict[str, str], known: set[str]) -> list[Problem]:
+    """The cross-file checks of an entry whose fields did not validate (its tags, its links, its
+    [[...]]), from its YAML: one run of `check` reports every problem of a file, not one stage's."""
+    try:
+        loaded = load_yaml(raw)
+    except LoadError:  # reported already
+        return []
+    data = loaded.data
+    if not isinstance(data, dict):
+        return []
+    out = []
+    tags = data.get("tags")
+    for i, t in enumerate(tags if isinstance(tags, list) else []):
+        if isinstance(t, str) and t.isascii() and aliases and aliases.get(normalize_tag(t)) is None:
+            out.append(Problem(path, *loaded.where(("tags", i)), f"unknown tag '{t}'{suggest(normalize_tag(t), set(aliases))} (tags are listed in tags.yaml)"))
+    for fname in ("related", "often_causes"):
+        targets = data.get(fname)
+        for i, target in enumerate(targets if isinstance(targets, list) else []):
+            if isinstance(target, str) and SLUG_RE.fullmatch(target) and target not in known:
+                out.append(Problem(path, *loaded.where((fname, i)), f"{fname}[{i}]: no entry '{target}'{suggest(target, known)}"))
+    out.extend(_xref_scan(path, raw.decode("utf-8", "replace"), known))
+    return out

@@ -88,13 +88,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         errors = sum(p.severity == "error" for p in e.problems)
         print(f"{count} entries, {errors} error{'s' * (errors != 1)}")
         return 1
+    # Link and tag suggestions (a related link not returned, a tag only one entry uses) are about
+    # the whole corpus, not the file a contributor edits: listed only when asked for.
+    warnings = catalog.warnings if args.strict else ()
+    hidden = catalog.warning_count if not args.strict else 0
     if args.format == "json":
-        _print_json(catalog.warnings, count)
-        return 0
-    _print_problems(catalog.warnings, args.format)
-    warnings = len(catalog.warnings)
-    print(f"{count} entries, 0 errors, {warnings} warning{'s' * (warnings != 1)}")
-    return 0
+        _print_json(warnings, count)
+        return 1 if warnings else 0
+    _print_problems(warnings, args.format)
+    summary = f"{count} entries, 0 errors"
+    if args.strict:
+        summary += f", {len(warnings)} warning{'s' * (len(warnings) != 1)}"
+    elif hidden:
+        summary += f" ({hidden} link and tag suggestion{'s' * (hidden != 1)}: 'failpedia check --strict')"
+    print(summary)
+    return 1 if warnings else 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -108,23 +116,52 @@ def cmd_build(args: argparse.Namespace) -> int:
     out = Path(args.out)
     cache_dir = None if args.no_cache else Path(args.cache_dir) if args.cache_dir else Path(args.project) / DEFAULT_CACHE
     templates = Path(args.templates) if args.templates else TEMPLATES
+    from .progress import Progress
+
+    progress = Progress()
     try:
-        result = build(Path(args.entries), out, config, templates, search=not args.no_search, cache_dir=cache_dir, jobs=args.jobs)
+        result = build(Path(args.entries), out, config, templates, search=not args.no_search, cache_dir=cache_dir, jobs=args.jobs,
+                       progress=progress)
     except BuildFailed as e:
+        progress.done()
         _print_problems(e.problems)
         errors = sum(p.severity == "error" for p in e.problems)
         print(f"build failed: {errors} error{'s' * (errors != 1)}; {out} was left as it was", file=sys.stderr)
         return 1
+    progress.done()
     if result.unchanged:
         print(f"nothing changed since the last build; {out}/ is up to date")
         return 0
-    if result.warnings:
-        n = result.warnings
-        print(f"{n} warning{'s' * (n != 1)} (not fatal; 'failpedia check' lists them)", file=sys.stderr)
     reused = f", {result.reused} reused" if cache_dir else ""
     print(f"built {result.pages} pages ({result.files} files, {result.rendered} rendered{reused}) into {out}/ — "
-          f"open {out}/index.html or run 'failpedia serve'")
+          f"to read it, run {serve_hint(out)}")
     return 0
+
+
+def _command() -> str:
+    """How to type `failpedia` in the caller's shell: the bare name when PATH finds this very
+    installation, else its path (`.venv/bin/failpedia` after `make site`)."""
+    import shutil
+
+    script = Path(sys.executable).parent / "failpedia"
+    if not script.is_file():
+        return f"{sys.executable} -m generator"
+    found = shutil.which("failpedia")
+    if found and Path(found).resolve() == script.resolve():
+        return "failpedia"
+    try:
+        return script.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(script)
+
+
+def serve_hint(out: Path) -> str:
+    """The command that serves the site just built, as the caller can type it."""
+    flags = "" if out == Path("site") else f" --out {out}"
+    hint = f"'{_command()} serve{flags}'"
+    if not flags and Path("Makefile").is_file():
+        hint = f"'make serve' (or {hint})"
+    return hint
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -226,10 +263,26 @@ def cmd_lsp(args: argparse.Namespace) -> int:
     server = make_server(Path(args.entries).resolve(), load_config(Path(args.project)).base_url, site if site.is_dir() else None)
     server.start_io()
     return 0
+SERVE_OUT = Path(".cache") / "serve" / "site"
+FOUND_ENTRIES = "entries folder (default: the Failpedia repository you are in, else the entries this installation carries)"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("failpedia")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="failpedia", description="Build and query the Failpedia encyclopedia of ML-training failures.")
+    parser = _Parser(
+        prog="failpedia", description="Build and query the Failpedia encyclopedia of ML-training failures.",
+        epilog="exit status: 0 done (diagnose/search: found); 1 diagnose/search: nothing matched, check/build: the entries have errors; "
+               "2 bad arguments or unreadable input; 3 cannot work here (no entries, entries with errors, bad settings)",
+    )
+    parser.add_argument("--version", action="version", version=f"failpedia {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("check", help="validate every entry and print every problem")
@@ -238,13 +291,16 @@ def _parser() -> argparse.ArgumentParser:
         "--format", choices=("text", "github", "json"), default="text",
         help="text: path:line:col: message; github: workflow annotations (::error file=...); json: one document for tools",
     )
+    p.add_argument("--strict", action="store_true",
+                   help="also list the corpus-wide warnings (a related link not returned, a tag one entry uses, an entry nothing links to); exit 1 if any")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("serve", help="build, serve on localhost, rebuild on changes and reload the browser")
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000; 0 picks a free one)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
-    p.add_argument("--out", default="site", metavar="DIR", help="output folder (default: site)")
+    # Not site/: its pages carry localhost URLs, which a deploy of site/ must never publish.
+    p.add_argument("--out", default=str(SERVE_OUT), metavar="DIR", help=f"output folder (default: {SERVE_OUT}, never the deployed site/)")
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.add_argument("--templates", default=None, metavar="DIR", help="jinja templates and static files (default: the ones shipped in templates/)")
     p.set_defaults(func=_lazy("serve", "cmd_serve"))
@@ -274,7 +330,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("diagnose", help="name the failure a training log shows")
     p.add_argument("logs", nargs="+", metavar="LOG", help="log files (.gz works), or - for standard input")
-    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--entries", default=None, metavar="DIR", help=FOUND_ENTRIES)
     p.add_argument("--top", type=_at_least_one, default=5, metavar="N", help="show at most N matches (default: 5)")
     p.add_argument("--json", action="store_true", help="print JSON for tools")
     p.add_argument("--follow", action="store_true", help="watch a growing log (like tail -f) and report as soon as a fingerprint fires")
@@ -282,7 +338,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="find entries by words, #tags, identifiers or a pasted error line")
     p.add_argument("query", nargs="+", metavar="QUERY", help="e.g. '#ddp #oom bucket' (quote it: # starts a shell comment)")
-    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--entries", default=None, metavar="DIR", help=FOUND_ENTRIES)
     p.add_argument("--top", type=_at_least_one, default=10, metavar="N", help="show at most N results (default: 10)")
     p.add_argument("--json", action="store_true", help='print {"query": ..., "results": [{"slug", "title", "url", "score", "tags"}, ...]}')
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)

@@ -6,17 +6,19 @@ import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .problems import FailpediaError
+from .problems import FailpediaError, SetupError
 
 __all__ = ["TEMPLATES", "Config", "load_config", "require_templates"]
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"  # the default site templates
+from .locate import HOME
+
+TEMPLATES = HOME / "templates"  # the default site templates: the wheel's copy, or the checkout's
 
 
 def require_templates(folder: Path) -> None:
     """`build` and `serve` refuse a templates folder that is not there, before any work."""
     if not folder.is_dir():
-        raise FailpediaError(f"{folder}: templates folder not found; pass --templates DIR")
+        raise SetupError(f"{folder}: templates folder not found; pass --templates DIR")
 
 
 @dataclass(frozen=True)
@@ -48,17 +50,17 @@ def load_config(project: Path) -> Config:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise FailpediaError(f"{path}: {e}") from None
+        raise SetupError(f"{path}: {e}") from None
     section = data.get("tool", {}).get("failpedia", {})
     known = {f for f in Config.__dataclass_fields__}
     unknown = set(section) - known
     if unknown:
-        raise FailpediaError(f"{path}: unknown [tool.failpedia] setting(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+        raise SetupError(f"{path}: unknown [tool.failpedia] setting(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
     for k, v in section.items():
         if k == "page_size":
             if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 1000:
-                raise FailpediaError(f"{path}: [tool.failpedia] page_size must be a whole number from 1 to 1000, not {v!r}")
+                raise SetupError(f"{path}: [tool.failpedia] page_size must be a whole number from 1 to 1000, not {v!r}")
         elif not isinstance(v, str):
-            raise FailpediaError(f"{path}: [tool.failpedia] {k} must be a string")
+            raise SetupError(f"{path}: [tool.failpedia] {k} must be a string")
     config = Config(**section)
     return replace(config, base_url=_check_base_url(config.base_url), repo_url=config.repo_url.rstrip("/"))

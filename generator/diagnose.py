@@ -15,11 +15,19 @@ the browser one. Both follow the same rules, step by step:
    part/whole share of at least `share_above` on `times` lines.
 4. An entry's score is the sum, over its fingerprints that fired, of the strength score
    (definitive 10, strong 6, supporting 2), plus 2 when the hit was confirmed by `near`.
-   Entries scoring at least `MIN_SCORE` are candidates. Confidence = min(1, score / 10).
-5. Candidates are ordered by score (desc), then first evidence line, then slug. The initiating
-   failure is the first candidate that no other candidate lists in `often_causes` (the first
-   candidate if every one is caused by another). Candidates that the initiating one
-   `often_causes` are collateral and go last; the rest keep their order between them.
+   Entries scoring at least `MIN_SCORE` are candidates. Confidence = min(1, score / 10); its
+   word (`certainty`) is "definitive" from 10 (a line names this failure outright), else
+   "strong" (the log shows this failure's usual text, which other entries may share).
+5. Candidates are ordered by score (desc), then first evidence line, then the length of the
+   text their fingerprints matched on that line (desc: the entry that explains more of the line
+   first), then slug. A candidate with the same score and first line as the one ranked just
+   above it is `tied_with` that one. The initiating failure is the first candidate that no other
+   candidate lists in `often_causes` (the first candidate if every one is caused by another).
+   Candidates that the initiating one `often_causes` are collateral and go last; the rest keep
+   their order between them.
+6. Evidence is the stripped segment; one longer than `evidence_chars` is elided in the middle,
+   never where the fingerprint matched: the line's head, "…", the matched text with up to
+   `evidence_context` characters either side, "…" (see `elide`).
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from ahocorasick_rs import BytesAhoCorasick
 
 from .load import shown
 from .rankrules import RANK_RULES
+from .locate import Encyclopedia, locate
 from .patterns import MAX_LINE, compile_pattern, plain_number, required_literals
 
 __all__ = ["Match", "Matcher", "diagnose_bytes", "matcher_spec", "rank_hits", "rank_of"]
@@ -52,6 +61,7 @@ EVIDENCE_PER_FINGERPRINT = 5
 EVIDENCE_PER_ENTRY = 5
 PENDING_LIMIT = 20
 EVIDENCE_CHARS = 300
+EVIDENCE_CONTEXT = 40
 CHUNK = 4 * 1024 * 1024
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
 RANK_PATTERNS = [r"\[rank(\d{1,6})\]:", r"\[default(\d{1,6})\]:", r"^(\d{1,6}): "]
@@ -80,6 +90,7 @@ def matcher_spec(fingerprints: dict[str, Any]) -> dict[str, Any]:
             "evidence_per_entry": EVIDENCE_PER_ENTRY,
             "pending_limit": PENDING_LIMIT,
             "evidence_chars": EVIDENCE_CHARS,
+            "evidence_context": EVIDENCE_CONTEXT,
             "max_line": MAX_LINE,
             "ansi": ANSI_PATTERN,
             "rank_patterns": RANK_PATTERNS,
@@ -94,6 +105,23 @@ class Evidence:
     line: int
     rank: int | None
     text: str
+    matched: str = field(default="", compare=False)  # what the fingerprint matched on the line
+
+
+def elide(text: str, start: int, end: int, limit: int = EVIDENCE_CHARS, context: int = EVIDENCE_CONTEXT) -> str:
+    """Rule 6: `text` in at most `limit` characters, keeping `text[start:end]` (the match) with
+    up to `context` characters either side, and as much of the head as fits; cuts are marked "…"."""
+    if len(text) <= limit:
+        return text
+    lo, hi = max(0, start - context), min(len(text), end + context)
+    if hi - lo > limit - 2:  # a match longer than the room: its start
+        hi = lo + limit - 2
+    tail = "…" if hi < len(text) else ""
+    room = limit - (hi - lo) - len(tail)
+    if lo <= room:  # the head reaches the match: no gap
+        hi = min(len(text), limit - len(tail)) if tail else hi
+        return text[:hi] + tail
+    return text[: room - 1] + "…" + text[lo:hi] + tail
 
 
 @dataclass
@@ -125,6 +153,8 @@ class Match:
     evidence: tuple[Evidence, ...]
     summary: str = ""  # the entry's quick answer
     fix: str = ""  # the entry's recommended fix, in one line
+    certainty: str = "strong"  # definitive | strong (rule 4)
+    tied_with: str | None = None  # the slug ranked just above with the same score and first line
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -132,9 +162,11 @@ class Match:
             "title": self.title,
             "url": self.url,
             "confidence": self.confidence,
+            "certainty": self.certainty,
             "role": self.role,
             "score": self.score,
-            "evidence": [{"file": e.file, "line": e.line, "rank": e.rank, "text": e.text} for e in self.evidence],
+            "tied_with": self.tied_with,
+            "evidence": [{"file": e.file, "line": e.line, "rank": e.rank, "text": e.text, "matched": e.matched} for e in self.evidence],
         }
 
 
@@ -249,7 +281,11 @@ class Matcher:
             found = next((m for m in map(self.patterns[i].search, segments) if m), None)
             if found is None:
                 continue
-            ev = Evidence(self.file, number, rank_of(line), found.string.strip()[:EVIDENCE_CHARS])
+            segment = found.string
+            lead = len(segment) - len(segment.lstrip())
+            text = segment.strip()
+            start, end = max(0, found.start() - lead), min(len(text), found.end() - lead)
+            ev = Evidence(self.file, number, rank_of(line), elide(text, start, end), text[start:end])
             if self.fps[i].get("rising") or self.fps[i].get("share_above"):
                 self._numeric(i, found, ev)
             else:
@@ -359,25 +395,44 @@ def rank_hits(spec: dict[str, Any], matchers: Iterable[Matcher], base_url: str =
     for slug, total in score.items():
         if total < MIN_SCORE:
             continue
-        evs = sorted(set(evidence[slug]), key=lambda x: (x[0], x[1].line, x[1].text))[:EVIDENCE_PER_ENTRY]
-        candidates.append((slug, total, evs))
-    candidates.sort(key=lambda c: (-c[1], c[2][0][0], c[2][0][1].line, c[0]))
+        rows = _rows(evidence[slug])
+        first = min(rows)
+        reach = rows[first].matched  # what the entry's fingerprints matched on its first line (rule 5)
+        shown_rows = sorted(rows.items())[:EVIDENCE_PER_ENTRY]
+        candidates.append((slug, total, [(k[0], e) for k, e in shown_rows], first, reach))
+    candidates.sort(key=lambda c: (-c[1], c[3], -len(c[4]), c[0]))
     entries = spec["entries"]
     slugs = [c[0] for c in candidates]
     caused = {t for c in slugs for t in entries[c]["often_causes"] if t != c}
     initiating = next((c for c in slugs if c not in caused), slugs[0] if slugs else None)
     collateral = set(entries[initiating]["often_causes"]) if initiating else set()
     out: list[Match] = []
-    for slug, total, evs in candidates:
+    for n, (slug, total, evs, first, _reach) in enumerate(candidates):
         role = "initiating" if slug == initiating else "collateral" if slug in collateral else "candidate"
+        above = candidates[n - 1] if n else None
+        tied = above[0] if above is not None and above[1] == total and above[3] == first else None
         e = entries[slug]
         out.append(Match(
             slug, e["title"], base_url + e["url"], total, round(min(1.0, total / 10), 2), role, tuple(x[1] for x in evs),
-            e.get("summary", ""), e.get("fix", ""),
+            summary=e.get("summary", ""), fix=e.get("fix", ""), certainty="definitive" if total >= 10 else "strong", tied_with=tied,
         ))
     role_order = {"initiating": 0, "candidate": 1, "collateral": 2}
     out.sort(key=lambda m: role_order[m.role])  # stable: score order stays within a role
     return out
+
+
+def _best(a: Evidence, b: Evidence) -> Evidence:
+    """Of two rows of one line, the one whose fingerprint matched more of it."""
+    return a if (len(a.matched), a.matched, a.text) >= (len(b.matched), b.matched, b.text) else b
+
+
+def _rows(evidence: list[tuple[int, Evidence]]) -> dict[tuple[int, int], Evidence]:
+    """One evidence row per (log, line): the one that matched the most of it."""
+    rows: dict[tuple[int, int], Evidence] = {}
+    for m, e in evidence:
+        key = (m, e.line)
+        rows[key] = _best(rows[key], e) if key in rows else e
+    return rows
 
 
 def diagnose_bytes(spec: dict[str, Any], data: bytes, file: str = "-") -> list[Match]:
@@ -427,24 +482,83 @@ def _chunks(path: str, stream: BinaryIO) -> Iterator[bytes]:
         yield data
 
 
-def _load_spec(entries: str) -> dict[str, Any]:
+def _load_spec(enc: Encyclopedia) -> dict[str, Any]:
+    """The matcher definition: the one compiled into the package, or made from the entries."""
     from .build import load_catalog
     from .pages import fingerprint_data
+    from .problems import BuildFailed, SetupError
 
-    return matcher_spec(fingerprint_data(load_catalog(Path(entries))))
+    if enc.spec is not None:
+        return json.loads(enc.spec.read_bytes())  # type: ignore[no-any-return]
+    try:
+        return matcher_spec(fingerprint_data(load_catalog(enc.entries)))
+    except BuildFailed as e:
+        raise SetupError(f"cannot diagnose: the entries in {enc.entries} have {e}; run 'failpedia check' to see them") from None
 
 
-def _print_text(matches: list[Match], top: int, out: io.TextIOBase | Any) -> None:
+CERTAINTY = {
+    "definitive": "definitive: a line names this failure outright",
+    "strong": "strong: the log shows this failure's usual error text, which a related failure may share",
+}
+
+
+def _where(path: Path) -> str:
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _evidence_lines(m: Match, indent: str, out: Any) -> None:
+    for e in m.evidence:
+        rank = f" [rank {e.rank}]" if e.rank is not None else ""
+        # log text is untrusted: escape sequences and bidi controls are shown, never obeyed
+        print(f"{indent}{shown(e.file, 1000)}:{e.line}{rank}  {shown(e.text, EVIDENCE_CHARS)}", file=out)
+
+
+def _print_text(matches: list[Match], top: int, out: io.TextIOBase | Any, spec: dict[str, Any] | None = None,
+                page: Any = None) -> None:
+    """The answer first (with its quick answer, fix and first steps), the failures it caused under
+    it as consequences, then the other possible causes. `page(url)`: a built page's path, or None."""
     if not matches:
         print("No known failure matched this log.", file=out)
         return
-    for n, m in enumerate(matches[:top], 1):
-        print(f"{n}. {m.title}  [{m.role}, confidence {m.confidence:.2f}]", file=out)
-        print(f"   {m.url}", file=out)
-        for e in m.evidence:
-            rank = f" [rank {e.rank}]" if e.rank is not None else ""
-            # log text is untrusted: escape sequences and bidi controls are shown, never obeyed
-            print(f"   {shown(e.file, 1000)}:{e.line}{rank}  {shown(e.text, EVIDENCE_CHARS)}", file=out)
+    entries = (spec or {}).get("entries", {})
+    shown_matches = matches[:top]
+    answer = shown_matches[0]
+    info = entries.get(answer.slug, {})
+    print(f"1. {answer.title}  [{'the answer' if answer.role == 'initiating' else answer.role}, {answer.certainty} match]", file=out)
+    if info.get("summary"):
+        print(f"   Quick answer: {info['summary']}", file=out)
+    if info.get("fix"):
+        print(f"   Fix: {info['fix']}", file=out)
+    for n, step in enumerate(info.get("steps", []), 1):
+        print(f"     {n}. {step}" if n > 1 else f"   First steps:\n     1. {step}", file=out)
+    local = page(info["url"]) if page is not None and info.get("url") else None
+    print(f"   Read: {_where(local)}  (online: {answer.url})" if local else f"   Read: {answer.url}", file=out)
+    print("   Evidence:", file=out)
+    _evidence_lines(answer, "     ", out)
+    for m in shown_matches[1:]:
+        if m.tied_with == answer.slug and m.evidence and answer.evidence:
+            print(f"   Why not {m.title}? It matches the same line {answer.evidence[0].line} as strongly; this answer's fingerprint "
+                  f"matched more of it: \"{shown(answer.evidence[0].matched, 200)}\" against \"{shown(m.evidence[0].matched, 200)}\".", file=out)
+    consequences = [m for m in shown_matches[1:] if m.role == "collateral"]
+    if consequences:
+        print("   Consequences (caused by it; not separate problems):", file=out)
+        for m in consequences:
+            ranks = sorted({e.rank for e in m.evidence if e.rank is not None})
+            where = f" on rank{'s' * (len(ranks) != 1)} {', '.join(map(str, ranks))}" if ranks else ""
+            print(f"   - {m.title}{where}  ({m.url})", file=out)
+            _evidence_lines(m, "       ", out)
+    others = [m for m in shown_matches[1:] if m.role != "collateral"]
+    if others:
+        print("Other possible causes:", file=out)
+        for n, m in enumerate(others, 2):
+            print(f"{n}. {m.title}  [also possible, {m.certainty} match]", file=out)
+            print(f"   {m.url}", file=out)
+            _evidence_lines(m, "   ", out)
+    used = sorted({m.certainty for m in shown_matches})
+    print("(" + "; ".join(CERTAINTY[c] for c in used) + ")", file=out)
 
 
 def cmd_diagnose(args: Any) -> int:
@@ -455,34 +569,44 @@ def cmd_diagnose(args: Any) -> int:
         raise UsageError("--follow takes exactly one log file (not -)")
     if args.logs.count("-") > 1:
         raise UsageError("standard input (-) can be given only once")
-    base_url = load_config(Path(".")).base_url
-    spec = _load_spec(args.entries)
+    enc = locate(args.entries)
+    base_url = load_config(enc.project).base_url
+    spec = _load_spec(enc)
     if args.follow:
-        return _follow(spec, args.logs[0], base_url, args)
+        return _follow(spec, args.logs[0], base_url, args, enc)
+    from .progress import Progress
+
+    progress = Progress()
     matchers = []
     try:
         for path in args.logs:
             m = Matcher(spec, path)
             stream = _open(path)
+            raw = getattr(stream, "fileobj", None) or stream  # a .gz: its compressed file says how far we are
+            size = Path(path).stat().st_size if path != "-" and Path(path).is_file() else 0
             try:
                 for data in _chunks(path, stream):
                     m.feed(data)
+                    if size:
+                        progress(f"{path}: {raw.tell() * 100 // size}% of {size / 2**20:.0f} MiB")
             finally:
                 if path != "-":
                     stream.close()
             m.close()
             matchers.append(m)
     except _InputError as e:
+        progress.done()
         raise UsageError(str(e)) from None
+    progress.done()
     matches = rank_hits(spec, matchers, base_url)
     if args.json:
         print(json.dumps({"matches": [m.as_json() for m in matches[: args.top]]}, indent=2))
     else:
-        _print_text(matches, args.top, sys.stdout)
+        _print_text(matches, args.top, sys.stdout, spec, enc.page)
     return 0 if matches else 1
 
 
-def _follow(spec: dict[str, Any], path: str, base_url: str, args: Any) -> int:
+def _follow(spec: dict[str, Any], path: str, base_url: str, args: Any, enc: Encyclopedia) -> int:
     from .problems import UsageError
 
     try:
@@ -512,7 +636,7 @@ def _follow(spec: dict[str, Any], path: str, base_url: str, args: Any) -> int:
                 if args.json:
                     print(json.dumps({"matches": [x.as_json() for x in matches[: args.top]]}), flush=True)
                 else:
-                    _print_text(matches, args.top, sys.stdout)
+                    _print_text(matches, args.top, sys.stdout, spec, enc.page)
                 sys.stdout.flush()
             if Path(path).stat().st_size < f.tell():  # truncated or rotated: start over
                 f.seek(0)

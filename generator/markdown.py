@@ -8,7 +8,9 @@ at build time).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
@@ -19,7 +21,10 @@ from pygments.lexers import get_lexer_by_name
 from . import highlight
 from .regexlexer import accelerate
 
-__all__ = ["code_block", "inline", "block", "pygments_css", "safe_link"]
+__all__ = ["MENTION_RE", "XREF_RE", "code_block", "inline", "block", "link_entries", "pygments_css", "safe_link"]
+
+XREF_RE = re.compile(r"\[\[([a-z0-9]+(?:-[a-z0-9]+)*)\]\]")  # [[slug]]: a link to that entry, with its title
+MENTION_RE = re.compile(r"(?<![\w/.-])[a-z0-9]+(?:-[a-z0-9]+)+(?![\w/-]|\.\w)")  # a bare slug-shaped word
 
 _SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
 _ALLOWED_SCHEMES = {"http", "https", "mailto"}
@@ -45,7 +50,58 @@ def _md() -> MarkdownIt:
     md.enable("strikethrough")
     md.disable("image")
     md.validateLink = safe_link  # type: ignore[method-assign]
+    md.inline.ruler.before("link", "xref", _xref_rule)
+    md.add_render_rule("xref", lambda _self, tokens, idx, _options, _env: _xref_html(tokens[idx].content))
     return md
+
+
+def _xref_rule(state: Any, silent: bool) -> bool:
+    """`[[slug]]`: a token that `link_entries` turns into a link with the entry's title."""
+    if not state.src.startswith("[[", state.pos):
+        return False
+    m = XREF_RE.match(state.src, state.pos)
+    if not m:
+        return False
+    if not silent:
+        state.push("xref", "", 0).content = m.group(1)
+    state.pos = m.end()
+    return True
+
+
+def _xref_html(slug: str) -> str:
+    return f'<a class="xref" href="../{slug}/">[[{slug}]]</a>'
+
+
+_XREF_HTML_RE = re.compile(r'<a class="xref" href="\.\./([a-z0-9-]+)/">\[\[\1\]\]</a>')
+_HTML_PART_RE = re.compile(r"(<[^>]*>)")
+_SKIP_TAGS = {"a", "code", "pre", "h1", "h2", "h3", "h4"}
+
+
+def link_entries(html: str, titles: Mapping[str, str], own: str) -> Markup:
+    """Rendered entry text with entries named by slug made links showing their title: `[[slug]]`
+    always (check refuses an unknown one), and a bare slug in prose when it is an entry's (not in
+    code, a link or a heading; not the page's own slug). A slug is a hyphenated lower-case name no
+    English sentence uses otherwise, so a bare one is a reference the writer meant."""
+    if "xref" not in html and "-" not in html:
+        return Markup(html)
+
+    def title_link(slug: str) -> str:
+        return f'<a class="xref" href="../{slug}/">{escapeHtml(titles[slug])}</a>'
+
+    html = _XREF_HTML_RE.sub(lambda m: title_link(m.group(1)) if m.group(1) in titles else escapeHtml(m.group(1)), html)
+    out: list[str] = []
+    skip = 0
+    for part in _HTML_PART_RE.split(html):
+        if part.startswith("<"):
+            name = part[1:].lstrip("/").split(" ", 1)[0].split(">", 1)[0].lower()
+            if name in _SKIP_TAGS:
+                skip += -1 if part.startswith("</") else 1
+            out.append(part)
+        elif skip or "-" not in part:
+            out.append(part)
+        else:
+            out.append(MENTION_RE.sub(lambda m: title_link(m.group(0)) if m.group(0) in titles and m.group(0) != own else m.group(0), part))
+    return Markup("".join(out))
 
 
 # A one-line text that starts like prose is one paragraph (no list, heading, quote, fence, table

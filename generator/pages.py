@@ -114,7 +114,7 @@ def entry_fragments(e: Entry) -> dict[str, Any]:
 def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[str, str]) -> dict[str, Any]:
     e = rec.entry
     cat = catalog.categories[rec.category]
-    fragments = rec.fragments or entry_fragments(e)
+    fragments = _linked(rec.fragments or entry_fragments(e), _xref_titles(catalog, rec), rec.slug)
     edit_url = f"{config.repo_url}/edit/{config.branch}/entries/{_key(rec)}" if config.repo_url else ""
     issue_url = f"{config.repo_url}/issues/new?title={_quote('Problem in ' + rec.slug)}" if config.repo_url else ""
     return {
@@ -136,6 +136,28 @@ def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[st
             faq_html=[f["a"] for f in fragments["faq"]],
         ))),
     }
+
+
+def _xref_titles(catalog: Catalog, rec: Record) -> dict[str, str]:
+    """The titles of the entries this entry's text names ([[slug]] or a bare slug)."""
+    return {s: catalog.records[s].head.title for s in (*rec.head.xrefs, *rec.head.mentions) if s in catalog.records}
+
+
+def _linked(value: Any, titles: dict[str, str], own: str) -> Any:
+    """The fragments with entry names made links (markdown.link_entries); code is left alone."""
+    if isinstance(value, Markup):
+        return md.link_entries(str(value), titles, own) if titles else value
+    if isinstance(value, list):
+        return [_linked(v, titles, own) for v in value]
+    if isinstance(value, dict):
+        return {k: v if k in ("code", "html") else _titled(v, titles, own) if k == "q" else _linked(v, titles, own) for k, v in value.items()}
+    return value
+
+
+def _titled(text: str, titles: dict[str, str], own: str) -> str:
+    """Plain text (a FAQ question, shown as a heading) with entry names as titles, not links."""
+    text = md.XREF_RE.sub(lambda m: titles.get(m.group(1), m.group(1)), text)
+    return md.MENTION_RE.sub(lambda m: titles[m.group(0)] if m.group(0) in titles and m.group(0) != own else m.group(0), text)
 
 
 def _link_groups(catalog: Catalog, rec: Record) -> dict[str, list[dict[str, Any]]]:
@@ -260,7 +282,8 @@ def _matcher_entries(catalog: Catalog) -> dict[str, Any]:
 
 def _matcher_entry(rec: Record) -> dict[str, Any]:
     head = rec.head
-    return {"title": head.title, "url": entry_url(rec.slug), "summary": head.summary, "fix": head.fix_summary, "often_causes": list(head.often_causes)}
+    return {"title": head.title, "url": entry_url(rec.slug), "summary": head.summary, "fix": head.fix_summary, "steps": list(head.first_steps),
+            "often_causes": list(head.often_causes)}
 
 
 def _matcher_items(catalog: Catalog) -> list[bytes]:
@@ -273,6 +296,9 @@ def _matcher_items(catalog: Catalog) -> list[bytes]:
     return catalog.derived_each("fingerprints.json entries", {slug: rec.head.matcher_key for slug, rec in catalog.records.items()}, item)
 
 
+
+
+HOME_COMMON = 8  # entries the home page shows as the most common failures
 
 
 def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None, search: bool = True) -> list[Page]:
@@ -314,21 +340,32 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
             title = context["title"] if n == 1 else f"{context['title']} (page {n} of {count})"
             add(path, template, {**context, "title": title, "pager": pager}, cards=chunk, make=partial(cards_of, chunk))
 
-    # The home page lists every entry while they fit on one page, then the most recently updated.
-    recent = all_slugs if len(all_slugs) <= config.page_size else tuple(
-        sorted(all_slugs, key=lambda s: (dates.get(_key(catalog.records[s]), ""), s), reverse=True)[: config.page_size])
+    # Relevance: how many other entries point at an entry (related, often_causes) says how central
+    # it is; the CUDA OOM page, which many OOM-shaped failures point to, comes before them.
+    inbound = {slug: len(set(catalog.backlinks[slug]) | set(catalog.caused_by[slug])) for slug in all_slugs}
+
+    def by_relevance(slugs: tuple[str, ...], tag: str | None = None) -> tuple[str, ...]:
+        """A tag's entries: those that name the tag earliest in their tags first (they are about
+        it), then the most pointed-at; a category's: the most pointed-at first."""
+        def key(s: str) -> tuple[int, int, str]:
+            return (catalog.records[s].tags.index(tag) if tag is not None and tag in catalog.records[s].tags else 0, -inbound[s], s)
+        return tuple(sorted(slugs, key=key))
+
+    # The home page: search and "paste your error" first, then the most common failures.
+    common = by_relevance(all_slugs)[:HOME_COMMON]
     add(
         "index.html",
         "home.html",
-        {"categories": categories, "tags": used_tags, "total": len(all_slugs), "title": None},
-        cards=tuple(recent), make=partial(cards_of, tuple(recent)),
+        {"categories": categories, "tags": sorted(used_tags, key=lambda tn: (-tn[1], tn[0])), "total": len(all_slugs), "title": None},
+        cards=common, make=partial(cards_of, common),
     )
     sindex = SearchIndex.build(catalog)
     pairs = catalog.derived("tag_pairs", tag_pairs)
     camel = sindex.global_digest()
     for slug, rec in catalog.records.items():
         groups = (rec.head.related, rec.head.often_causes, catalog.caused_by[slug], catalog.backlinks[slug], catalog.similar[slug])
-        linked = tuple(sorted({s for g in groups for s in g} - {slug}))
+        named = {s for s in (*rec.head.xrefs, *rec.head.mentions) if s in catalog.records}  # their titles show in the text
+        linked = tuple(sorted({s for g in groups for s in g} - {slug} | named))
         add(
             f"{slug}/index.html", "entry.html", {"title": rec.head.title, "description": rec.head.summary}, (slug,), cards=linked,
             make=partial(_entry_page, catalog, rec, config, dates, sindex if search else None),
@@ -346,14 +383,14 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     for t, tag in catalog.tags.items():
         listing(
             tag_url(t), "tag.html", {"title": f"#{t}", "tag": tag, "description": tag.description, "pairs": pairs_of[t]},
-            tuple(catalog.by_tag[t]),
+            by_relevance(tuple(catalog.by_tag[t]), t),
         )
     for pair in pairs:
         listing(
             tag_url(pair.name), "tag-pair.html",
             {"title": f"#{pair.a} + #{pair.b}", "a": catalog.tags[pair.a], "b": catalog.tags[pair.b],
              "description": f"Entries tagged both #{pair.a} and #{pair.b}."},
-            pair.slugs,
+            pair.slugs,  # already the most about the pair first (searchindex.tag_pairs)
         )
     add(
         "search/index.html",
@@ -371,7 +408,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     add("categories/index.html", "categories.html", {"title": "Categories", "categories": categories})
     for c in catalog.categories.values():
         listing(category_url(c.name), "category.html", {"title": c.title, "category": c, "description": c.description},
-                tuple(catalog.by_category[c.name]))
+                by_relevance(tuple(catalog.by_category[c.name])))
     # The 404 page is served at any depth, so its links are rooted at the base URL's path.
     from urllib.parse import urlsplit
 

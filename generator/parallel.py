@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -25,6 +26,13 @@ _WORK: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
 def worker_count(jobs: int | None = None) -> int:
     available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(jobs or available, available))
+
+
+def _worker_start() -> None:
+    """A worker forgets the handlers it inherited (serve's SIGTERM handler only sets a flag in the
+    parent): a worker left behind by an interrupted start-up stops on a plain `kill`."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def _run_chunk(bounds: tuple[int, int]) -> list[Any]:
@@ -43,7 +51,7 @@ def run_parallel(fn: Callable[[T], R], items: Sequence[T], jobs: int | None = No
     chunks = [(i, min(i + size, len(items))) for i in range(0, len(items), size)]
     _WORK = (fn, items)
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_worker_start) as pool:
             parts = pool.map(_run_chunk, chunks)
     finally:
         _WORK = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["BuildFailed", "FailpediaError", "Problem", "UsageError"]
+__all__ = ["BuildFailed", "FailpediaError", "Problem", "SetupError", "UsageError"]
 
 
 @dataclass(frozen=True, order=True)
@@ -32,7 +32,16 @@ class FailpediaError(Exception):
 
 
 class UsageError(FailpediaError):
+    """Bad arguments or unreadable input (a log that is missing, binary, a folder)."""
+
     exit_code = 2
+
+
+class SetupError(FailpediaError):
+    """The command cannot work here: no entries folder, entries with errors, no templates, bad
+    settings. Distinct from 1, which `diagnose` and `search` use for "nothing matched"."""
+
+    exit_code = 3
 
 
 class BuildFailed(FailpediaError):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .load import MAX_BYTES, shown
-from .problems import FailpediaError, Problem
+from .problems import FailpediaError, Problem, SetupError
 from .schema import SLUG_RE
 
 __all__ = ["FileSig", "Source", "file_sig", "read_entry", "read_source"]
@@ -96,7 +96,7 @@ def read_source(root: Path, display_root: str | None = None, known: Mapping[str,
     `known`: display path → the FileSig of an entry file whose content the caller already has
     (the build cache); such a file still unchanged is checked for its place and name but not read."""
     if not root.is_dir():
-        raise FailpediaError(f"{root}: entries folder not found; pass --entries DIR")
+        raise SetupError(f"{root}: entries folder not found; pass --entries DIR")
     display_root = str(root) if display_root is None else display_root
     root_real = root.resolve()
     problems: list[Problem] = []

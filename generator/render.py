@@ -13,6 +13,7 @@ from jinja2 import (
     select_autoescape,
 )
 from jinja2.bccache import Bucket
+from markupsafe import Markup, escape
 
 from .cache import BuildCache, digest
 from .config import TEMPLATES, Config
@@ -40,6 +41,12 @@ class TemplateCache(BytecodeCache):
         self.cache.write_file(f"templates-{bucket.key}.bin", bucket.bytecode_to_string())
 
 
+def breakable(text: str) -> Markup:
+    """Text with a line-break chance after each '_': on a phone, CUBLAS_STATUS_EXECUTION_FAILED
+    wraps at its underscores, not in the middle of a word."""
+    return Markup(str(escape(text)).replace("_", "_<wbr>"))
+
+
 class Renderer:
     def __init__(self, config: Config, templates: Path = TEMPLATES, compiled: BytecodeCache | None = None) -> None:
         self.env = Environment(
@@ -52,6 +59,7 @@ class Renderer:
             keep_trailing_newline=True,
         )
         self.env.globals.update(site=config, stack_names={k.value: v for k, v in STACK_NAMES.items()})
+        self.env.filters["breakable"] = breakable
         self._keys: dict[str, str] = {}
 
     def template_key(self, name: str) -> str:

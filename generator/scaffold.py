@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .catalog import RESERVED_SLUGS, normalize_tag
-from .problems import FailpediaError, UsageError
+from .problems import FailpediaError, SetupError, UsageError
 from .schema import (
     SLUG_RE,
     CodeExample,
@@ -274,7 +274,7 @@ def create_entry(root: Path, slug: str, category: str, tags: Sequence[str], proj
     """Write `root/<category>/<slug>.yaml` from the scaffold; refuses bad or taken slugs, unknown
     categories and unknown tags with a UsageError. Returns the new file's path."""
     if not root.is_dir():
-        raise FailpediaError(f"{root}: entries folder not found; pass --entries DIR")
+        raise SetupError(f"{root}: entries folder not found; pass --entries DIR")
     _check_slug(root, slug)
     _check_category(root, category)
     names = _resolve_tags(root, tags)

@@ -381,20 +381,23 @@ def search(index: SearchIndex, query: Query) -> list[Hit]:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    """`failpedia search QUERY`: ranked entries; --json for tools. Exit 0 found, 1 none or error."""
+    """`failpedia search QUERY`: ranked entries; --json for tools. Exit 0 found, 1 none, 2 bad query, 3 no usable entries."""
     from .build import load_catalog
     from .config import load_config
+    from .locate import locate
     from .pages import entry_url
+    from .problems import SetupError
 
     text = " ".join(args.query).strip()
     if not text:
         raise UsageError("empty query: give words, #tags or a pasted error line, e.g. failpedia search '#ddp #oom bucket'")
+    enc = locate(args.entries)
     try:
-        catalog = load_catalog(Path(args.entries))
+        catalog = load_catalog(enc.entries)
     except BuildFailed as e:
         errors = sum(p.severity == "error" for p in e.problems)
-        raise FailpediaError(f"cannot search: the entries in {args.entries} have {errors} error{'s' * (errors != 1)}; run 'failpedia check' to see them") from None
-    config = load_config(Path(args.project))
+        raise SetupError(f"cannot search: the entries in {enc.entries} have {errors} error{'s' * (errors != 1)}; run 'failpedia check' to see them") from None
+    config = load_config(enc.project)
     query = parse_query(text, catalog)
     hits = search(SearchIndex.build(catalog), query)[: args.top]
     results = [

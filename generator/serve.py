@@ -36,7 +36,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .config import Config
-from .problems import BuildFailed, FailpediaError, Problem, UsageError
+from .problems import BuildFailed, FailpediaError, Problem, SetupError, UsageError
 from .config import TEMPLATES
 from .indexer import INDEX_DIR, INDEX_DIRS, NEXT_INDEX_DIR
 
@@ -392,7 +392,7 @@ class DevServer:
         cache_dir: Path | None = None,
     ) -> None:
         if not entries.is_dir():
-            raise FailpediaError(f"{entries}: entries folder not found; pass --entries DIR")
+            raise SetupError(f"{entries}: entries folder not found; pass --entries DIR")
         for watched in (entries, templates):
             if _inside(out, watched) or _inside(watched, out):
                 raise UsageError(f"the output folder {out} overlaps the watched folder {watched}; choose another --out")
@@ -472,8 +472,7 @@ class DevServer:
     def _report(self, state: BuildState, reason: str) -> None:
         if state.ok:
             pages = sum(p.endswith(".html") for p in state.changed)
-            warned = f", {state.warnings} warning{'s' * (state.warnings != 1)} ('failpedia check' lists them)" if state.warnings else ""
-            self.log(f"{reason}: built in {state.seconds:.2f} s, {pages} page{'s' * (pages != 1)} changed{warned}")
+            self.log(f"{reason}: built in {state.seconds:.2f} s, {pages} page{'s' * (pages != 1)} changed")  # suggestions: check --strict
             return
         for p in sorted(state.problems):
             self.log(str(p))
@@ -503,7 +502,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     require_templates(templates)
     from .build import DEFAULT_CACHE
 
-    server = DevServer(Path(args.entries), Path(args.out), config, args.host, args.port, log, templates, Path(args.project) / DEFAULT_CACHE)
+    # its own build cache: one shared with `build` would describe the other output folder
+    cache = Path(args.project) / DEFAULT_CACHE.parent / "serve" / "build"
+    out = Path(args.out)
+    if out.resolve() in {Path("site").resolve(), (Path(args.project) / "site").resolve()}:  # what `build` writes by default
+        raise UsageError(f"--out {args.out}: serve's pages carry localhost URLs, and {args.out}/ is what 'failpedia build' makes for deploying; "
+                         "serve into another folder (the default is .cache/serve/site)")
+    server = DevServer(Path(args.entries), out, config, args.host, args.port, log, templates, cache)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:

@@ -51,6 +51,9 @@ class FingerprintHead(NamedTuple):
                    tuple(required_literals(fp.pattern)), tuple(required_literals(fp.near)) if fp.near else ())
 
 
+FIRST_STEPS = 3
+
+
 @dataclass(frozen=True)
 class Head:
     """What other pages and the site-wide files need of an entry (cards, links, the matcher, the
@@ -63,6 +66,9 @@ class Head:
     related: tuple[str, ...]
     often_causes: tuple[str, ...]
     fix_summary: str
+    first_steps: tuple[str, ...]  # the fix's first FIRST_STEPS steps (markdown), for diagnose's answer
+    xrefs: tuple[str, ...]  # what the text names in [[...]] (checked: each must be an entry)
+    mentions: tuple[str, ...]  # slug-shaped words of its prose: the entries among them become links
     fingerprints: tuple[FingerprintHead, ...]
     camel: frozenset[str]  # entrytext.camel_words
     # Digests made here, once per version of the file: of the fingerprints, and of everything the
@@ -74,9 +80,31 @@ class Head:
     def of(cls, e: Entry) -> "Head":
         fingerprints = tuple(FingerprintHead.of(fp) for fp in e.fingerprints)
         fingerprints_key = _digest(repr(fingerprints))
-        matcher_key = _digest(repr((e.title, e.summary, e.fix.summary, tuple(e.often_causes), fingerprints_key)))
-        return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary,
+        first_steps = tuple(e.fix.steps[:FIRST_STEPS])
+        matcher_key = _digest(repr((e.title, e.summary, e.fix.summary, first_steps, tuple(e.often_causes), fingerprints_key)))
+        xrefs, mentions = cross_references(e)
+        return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary, first_steps, xrefs, mentions,
                    fingerprints, camel_words(e), fingerprints_key, matcher_key)
+
+
+def cross_references(e: Entry) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """([[...]] targets in the order written, the distinct slug-shaped words of the prose)."""
+    from .markdown import MENTION_RE, XREF_RE
+
+    text = "\n".join(prose_fields(e))
+    xrefs = tuple(dict.fromkeys(m.group(1) for m in XREF_RE.finditer(text)))
+    mentions = tuple(sorted({m.group(0) for m in MENTION_RE.finditer(text)} - set(xrefs)))
+    return xrefs, mentions
+
+
+def prose_fields(e: Entry) -> list[str]:
+    """The markdown texts an entry page renders (the ones [[slug]] links work in)."""
+    out = [e.mechanism, *e.observe, *e.affected, *e.confirm, e.fix.summary, *e.fix.steps, e.fix.verify.expect, *e.prevention]
+    out += [x for s in e.symptoms for x in (s.signal, s.why)]
+    out += [x for c in e.fix.code if c.caption for x in (c.caption,)]
+    out += [x for f in e.faq for x in (f.q, f.a)]
+    out += [x for d in e.dead_ends for x in (d.attempt, d.why)]
+    return out
 
 
 def _digest(text: str) -> str:

@@ -43,12 +43,19 @@ def write_file(target: str, data: bytes, rel: str) -> None:
         raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 class SiteWriter:
     def __init__(self, out: Path, update: bool = False, keep: tuple[str, ...] = ()) -> None:
         self.out = out.resolve() if out.exists() else out.absolute()
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.update = update and self.out.is_dir()
         self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name}-new-", dir=self.out.parent))
+        os.chmod(self.tmp, 0o777 & ~_umask())  # mkdtemp makes it 0700: the swapped-in site must be readable by a web server
         self.staged: list[str] = []  # update: the files to move in
         self.written: set[str] = set()
         self.spellings: dict[str, str] | None = None  # lower-cased path or folder → the spelling written (see _claim)

@@ -47,9 +47,11 @@ def test_github_escapes_data_and_properties() -> None:
     assert _github(Problem("tags.yaml", 0, 0, "used once", "warning")) == "::warning file=tags.yaml::used once"
 
 
-def test_github_warnings_on_a_valid_set(run_cli, sample: Path) -> None:
+def test_github_warnings_on_a_valid_set_only_with_strict(run_cli, sample: Path) -> None:
     code, out, _ = run_cli("check", "--entries", str(sample), "--format", "github")
-    assert code == 0
+    assert code == 0 and "::warning" not in out
+    code, out, _ = run_cli("check", "--entries", str(sample), "--format", "github", "--strict")
+    assert code == 1
     lines = out.splitlines()
     assert lines[-1] == "3 entries, 0 errors, 2 warnings"
     assert all(line.startswith("::warning file=") for line in lines[:-1]) and len(lines) == 3
@@ -74,9 +76,11 @@ def test_json_is_one_document_with_every_problem(run_cli, tmp_path: Path) -> Non
     }
 
 
-def test_json_on_a_valid_set_lists_the_warnings(run_cli, sample: Path) -> None:
+def test_json_on_a_valid_set_lists_the_warnings_with_strict(run_cli, sample: Path) -> None:
     code, out, _ = run_cli("check", "--entries", str(sample), "--format", "json")
-    assert code == 0
+    assert code == 0 and json.loads(out)["problems"] == []
+    code, out, _ = run_cli("check", "--entries", str(sample), "--format", "json", "--strict")
+    assert code == 1
     data = json.loads(out)
     assert (data["entries"], data["errors"], data["warnings"]) == (3, 0, 2)
     assert {p["severity"] for p in data["problems"]} == {"warning"}

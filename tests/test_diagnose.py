@@ -226,7 +226,8 @@ def test_cli_json_contract(run_cli, sample: Path, tmp_path: Path) -> None:
     first = data["matches"][0]
     assert set(first) >= {"slug", "title", "url", "confidence", "role", "evidence"}
     assert first["role"] == "initiating" and first["url"].endswith("/gpu-oom/")
-    assert first["evidence"] == [{"file": str(log), "line": 1, "rank": 1, "text": f"[rank1]: {OOM}"}]
+    assert first["certainty"] == "strong" and first["tied_with"] is None
+    assert first["evidence"] == [{"file": str(log), "line": 1, "rank": 1, "text": f"[rank1]: {OOM}", "matched": "CUDA out of memory. Tried to allocate 20"}]
 
 
 def test_cli_text_output_and_top(run_cli, sample: Path, tmp_path: Path) -> None:
@@ -234,7 +235,7 @@ def test_cli_text_output_and_top(run_cli, sample: Path, tmp_path: Path) -> None:
     log.write_text(f"[rank1]: {OOM}\n{WATCHDOG}\n")
     code, out, _ = cli(run_cli, sample, "--top", "1", str(log))
     assert code == 0
-    assert out.splitlines()[0] == "1. GPU OOM  [initiating, confidence 0.60]"
+    assert out.splitlines()[0] == "1. GPU OOM  [the answer, strong match]"
     assert f"{log}:1 [rank 1]  [rank1]: {OOM}" in out
     assert "NCCL hang" not in out
 
@@ -253,7 +254,7 @@ def test_cli_gzip_and_several_files(run_cli, sample: Path, tmp_path: Path) -> No
     code, out, _ = cli(run_cli, sample, "--json", str(b), str(a))
     data = json.loads(out)
     assert code == 0 and [(m["slug"], m["role"]) for m in data["matches"]] == [("gpu-oom", "initiating"), ("nccl-hang", "collateral")]
-    assert data["matches"][0]["evidence"][0] == {"file": str(a), "line": 2, "rank": None, "text": OOM}
+    assert data["matches"][0]["evidence"][0] == {"file": str(a), "line": 2, "rank": None, "text": OOM, "matched": "CUDA out of memory. Tried to allocate 20"}
 
 
 @pytest.mark.parametrize("setup, message", [
@@ -291,7 +292,7 @@ def test_stdin_and_follow_end_to_end(sample: Path, tmp_path: Path) -> None:
         seen = ""
         while time.time() < deadline and "NCCL hang" not in seen:
             seen += proc.stdout.readline()
-        assert "1. NCCL hang  [initiating, confidence 1.00]" in seen
+        assert "1. NCCL hang  [the answer, definitive match]" in seen
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -324,3 +325,59 @@ def test_snapshot_feeds_an_unfinished_line_without_touching_the_matcher(tmp_path
     m.feed(b"\n")
     m.close()
     assert [x.slug for x in rank_hits(spec, [m])][0] == "ddp-oom"
+FRAG_LINE = ("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 3 has a total capacity of 79.15 GiB of which "
+             "1.12 GiB is free. Including non-PyTorch memory, this process has 78.02 GiB memory in use. Of the allocated memory 73.61 GiB is "
+             "allocated by PyTorch, and 2.31 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  "
+             "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+REAL_WATCHDOG = ("[rank0]:[E1201 02:11:07.123456 1234 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+                 "WorkNCCL(SeqNum=1203, OpType=ALLREDUCE, NumelIn=26214400, NumelOut=26214400, Timeout(ms)=600000) ran for 600021 milliseconds before timing out.")
+
+
+def test_the_answer_reads_right_at_2am(run_cli, tmp_path: Path) -> None:
+    """On the real entries: the initiating failure is the answer, with its quick answer, fix and
+    first steps; the tie on the OOM line says why fragmentation wins, from the line itself; the
+    watchdog is a consequence under it, not a rival above; the evidence keeps the figure that
+    justifies the call; certainty is a word with its meaning, not '0.60'."""
+    log = tmp_path / "slurm-1234.out"
+    log.write_text(f"[rank3]:     loss.backward()\n{FRAG_LINE}\n{REAL_WATCHDOG}\n{REAL_WATCHDOG.replace('rank0', 'rank1').replace('Rank 0', 'Rank 1')}\n")
+    code, out, _ = run_cli("diagnose", "--entries", str(REPO / "entries"), str(log))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "1. CUDA memory fragmentation (reserved but unallocated)  [the answer, strong match]"
+    assert lines[1].startswith("   Quick answer: ") and lines[2].startswith("   Fix: Export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+    assert lines[3] == "   First steps:" and lines[4].startswith("     1. ") and lines[6].startswith("     3. ")
+    assert "0.60" not in out and "strong: the log shows this failure's usual error text" in lines[-1]
+    evidence = next(x for x in lines if x.startswith(f"     {log}:2 [rank 3]"))
+    assert "2.31 GiB is reserved by PyTorch but unallocated" in evidence and "…" in evidence and len(evidence.split(" [rank 3]  ", 1)[1]) <= 300
+    assert ('   Why not CUDA out of memory? It matches the same line 2 as strongly; this answer\'s fingerprint matched more of it: '
+            '"2.31 GiB is reserved by PyTorch but unallocated" against "CUDA out of memory. Tried to allocate".') in lines
+    at = lines.index("   Consequences (caused by it; not separate problems):")
+    assert lines[at + 1].startswith("   - NCCL watchdog timeout") and "on ranks 0, 1" in lines[at + 1]
+    assert lines.index("Other possible causes:") > at and "2. CUDA out of memory  [also possible, strong match]" in lines
+
+
+def test_read_points_at_the_built_page_when_there_is_one(run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO / "entries", repo / "entries")
+    shutil.copy(REPO / "pyproject.toml", repo / "pyproject.toml")
+    page = repo / "site" / "cuda-out-of-memory" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text("<!doctype html>")
+    (repo / "train.log").write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.\n")
+    monkeypatch.chdir(repo)
+    code, out, _ = run_cli("diagnose", "train.log")
+    assert code == 0 and "   Read: site/cuda-out-of-memory/index.html  (online: https://" in out
+
+
+def test_evidence_is_elided_in_the_middle_keeping_the_match() -> None:
+    from generator.diagnose import elide
+
+    text = "head " + "a" * 400 + " THE MATCH " + "b" * 400
+    start = text.index("THE MATCH")
+    out = elide(text, start, start + 9)
+    assert len(out) == 300 and out.startswith("head ") and "THE MATCH" in out and out.count("…") == 2
+    assert elide("short line", 0, 5) == "short line"
+    assert elide("x" * 299 + "MATCH", 299, 304).endswith("…xMATCH"[-6:]) and len(elide("MATCH" + "y" * 400, 0, 5)) == 300

@@ -107,3 +107,40 @@ def test_browser_engine_ranks_every_test_log_like_python(browser, site_url: str,
         compared += 1
     assert compared >= 25
     ctx.close()
+
+
+def test_the_answer_card_reads_like_the_terminal_and_is_scrolled_to_on_a_phone(browser, site_url: str) -> None:
+    """The initiating failure is the answer, with its first steps and the reason it beats a tie;
+    the failure it caused is a consequence inside the card; after Diagnose, a phone shows the
+    answer (scrolled to, focused), not the form."""
+    from test_diagnose import FRAG_LINE, REAL_WATCHDOG
+
+    ctx = browser.new_context(viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True)
+    page = ctx.new_page()
+    page.goto(site_url + "diagnose/")
+    wait_until(page, "document.querySelector('#diagnose-form').dataset.ready === 'true'")
+    page.fill("#log-text", f"[rank3]:     loss.backward()\n{FRAG_LINE}\n{REAL_WATCHDOG}\n")
+    page.click("#diagnose-form button[type=submit]")
+    wait_done(page)
+    card = page.locator(".top-match")
+    assert card.get_attribute("data-slug") == "cuda-memory-fragmentation" and card.get_attribute("data-role") == "initiating"
+    text = card.inner_text()
+    assert "The answer · strong: the log shows this failure's usual error text" in text and "0.60" not in text
+    assert card.locator(".first-steps li").count() == 3
+    assert "Why not CUDA out of memory?" in text and "2.31 GiB is reserved by PyTorch but unallocated" in card.locator(".tie").inner_text()
+    assert card.locator(".consequences .match").first.get_attribute("data-slug") == "nccl-watchdog-timeout"
+    assert "2.31 GiB is reserved by PyTorch but unallocated" in card.locator(".evidence").first.inner_text()
+    assert page.locator(".others .match").first.get_attribute("data-slug") == "cuda-out-of-memory"
+    assert page.evaluate("document.activeElement.classList.contains('top-match')")
+    top = page.evaluate("document.querySelector('.top-match').getBoundingClientRect().top")
+    assert -2 <= top < 200, top
+    ctx.close()
+
+
+def test_opened_from_a_file_the_page_says_to_serve_it(browser, real_site: Path) -> None:
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    page.goto((real_site / "diagnose" / "index.html").as_uri())
+    message = page.locator("#diagnose-nojs").inner_text()
+    assert "needs JavaScript" not in message and "make serve" in message and "failpedia diagnose train.log" in message
+    ctx.close()

@@ -40,7 +40,7 @@ def test_the_log_set_is_large_and_labelled_with_real_entries(spec) -> None:
     assert len({log.expect for log in logs if log.expect}) >= 20
 
 
-def test_accuracy(spec, capsys: pytest.CaptureFixture[str]) -> None:
+def test_accuracy(spec) -> None:
     rows = []
     for log in labelled_logs():
         matches = diagnose_file(spec, log.path)
@@ -50,12 +50,12 @@ def test_accuracy(spec, capsys: pytest.CaptureFixture[str]) -> None:
     positives = [r for r in rows if r[0].expect is not None]
     top1 = sum(r[2] for r in positives) / len(positives)
     top3 = sum(r[3] for r in positives) / len(positives)
-    with capsys.disabled():
-        print(f"\n{'log':44} {'expected':34} {'top result':34} ok")
-        for log, got, ok1, ok3 in rows:
-            print(f"{log.name:44} {str(log.expect):34} {str(got[0] if got else None):34} {'yes' if ok1 else 'top3' if ok3 else 'NO'}")
-        print(f"top-1 accuracy {top1:.0%} ({sum(r[2] for r in positives)}/{len(positives)}), top-3 {top3:.0%}; "
-              f"negatives with no match: {sum(not r[1] for r in rows if r[0].expect is None)}/{sum(r[0].expect is None for r in rows)}")
+    # captured: shown with `pytest -s` (and when the test fails), not in the middle of `make test`'s dots
+    print(f"\n{'log':44} {'expected':34} {'top result':34} ok")
+    for log, got, ok1, ok3 in rows:
+        print(f"{log.name:44} {str(log.expect):34} {str(got[0] if got else None):34} {'yes' if ok1 else 'top3' if ok3 else 'NO'}")
+    print(f"top-1 accuracy {top1:.0%} ({sum(r[2] for r in positives)}/{len(positives)}), top-3 {top3:.0%}; "
+          f"negatives with no match: {sum(not r[1] for r in rows if r[0].expect is None)}/{sum(r[0].expect is None for r in rows)}")
     misses = [(r[0].name, r[0].expect, r[1][:3]) for r in rows if not r[3]]
     assert not misses, misses
     wrong_negatives = [(r[0].name, r[1]) for r in rows if r[0].expect is None and r[1]]

@@ -142,7 +142,7 @@ def test_new_refuses(run_cli, project: Path, args: tuple[str, ...], message: str
 
 def test_new_needs_the_entries_folder_and_a_category(run_cli, tmp_path: Path) -> None:
     code, _, err = run_cli("new", "x", "--category", "memory", "--entries", str(tmp_path / "nope"))
-    assert code == 1 and "entries folder not found; pass --entries DIR" in err
+    assert code == 3 and "entries folder not found; pass --entries DIR" in err
     code, _, err = run_cli("new", "x")
     assert code == 2 and "the following arguments are required: --category" in err
 

@@ -202,7 +202,7 @@ def test_usage_errors_and_broken_entries(run_cli, entries: Path) -> None:
     assert code == 2 and "empty query" in err
     (entries / "memory/gpu-oom.yaml").write_text("title: [broken\n")
     code, _, err = run_cli("search", "--entries", str(entries), "oom")
-    assert code == 1
+    assert code == 3  # a setup error, not "no results"
     assert err.startswith("failpedia: error: cannot search: the entries in") and "run 'failpedia check'" in err
     assert "Traceback" not in err
 

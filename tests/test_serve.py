@@ -64,7 +64,7 @@ class Serve:
                 self._new.wait(left)
 
     def started(self) -> "Serve":
-        line = self.wait_for("serving site/ at ")
+        line = self.wait_for("serving .cache/serve/site/ at ")
         self.url = line.split(" at ", 1)[1].split()[0]
         return self
 
@@ -155,7 +155,8 @@ def test_serve_rebuilds_reloads_and_reports_errors(project: Path) -> None:
         status, html = fetch(server.url + "gpu-oom/")
         assert status == 200 and "<title>GPU OOM · Failpedia</title>" in html
         assert html.rstrip().endswith('<script src="/__failpedia/reload.js" defer></script>\n</body>\n</html>'.rstrip())
-        assert "__failpedia" not in (project / "site/gpu-oom/index.html").read_text()
+        assert "__failpedia" not in (project / ".cache/serve/site/gpu-oom/index.html").read_text()
+        assert not (project / "site").exists()  # the deployed folder is never written with localhost URLs
         status, js = fetch(server.url + "__failpedia/reload.js")
         assert status == 200 and "EventSource" in js
         assert fetch(server.url + "no-such-page/")[0] == 404
@@ -352,7 +353,7 @@ def test_serve_indexes_search_in_the_background_and_serves_edits_meanwhile(proje
     a normal build's Pagefind run makes of that site."""
     from generator.indexer import run_pagefind
 
-    site = project / "site"
+    site = project / ".cache/serve/site"
 
     def indexed_pages() -> int:
         entry = json.loads((site / "pagefind/pagefind-entry.json").read_text())

@@ -1,6 +1,6 @@
 // The browser engine of `failpedia diagnose`. It follows, step by step, the rules written at the
 // top of generator/diagnose.py, on the same matcher definition (/api/fingerprints.json);
-// tests/test_diagnose_parity.py checks that both engines rank every test log the same way.
+// tests/test_diagnose_browser.py checks that both engines rank every test log the same way.
 /* exported diagnoseText */
 "use strict";
 
@@ -59,6 +59,20 @@ function diagnoseText(spec, text, file) {
     }
     return null;
   }
+  // Rule 6: elided in the middle, never where the fingerprint matched.
+  function elide(t, start, end) {
+    var limit = rules.evidence_chars, context = rules.evidence_context;
+    if (t.length <= limit) return t;
+    var lo = Math.max(0, start - context), hi = Math.min(t.length, end + context);
+    if (hi - lo > limit - 2) hi = lo + limit - 2;
+    var tail = hi < t.length ? "\u2026" : "";
+    var room = limit - (hi - lo) - tail.length;
+    if (lo <= room) {
+      if (tail) hi = Math.min(t.length, limit - tail.length);
+      return t.slice(0, hi) + tail;
+    }
+    return t.slice(0, room - 1) + "\u2026" + t.slice(lo, hi) + tail;
+  }
   function sameEvidence(a, b) { return a.line === b.line && a.rank === b.rank && a.text === b.text && a.file === b.file; }
   function confirm(i, ev, near) {
     var st = state[i];
@@ -105,7 +119,11 @@ function diagnoseText(spec, text, file) {
       var found = null;
       for (var k = 0; k < segments.length && !found; k++) found = patterns[i].exec(segments[k]);
       if (!found) return;
-      var ev = { file: file, line: number, rank: rank, text: found.input.trim().slice(0, rules.evidence_chars) };
+      var segment = found.input;
+      var lead = segment.length - segment.replace(/^\s+/, "").length;
+      var trimmed = segment.trim();
+      var from = Math.max(0, found.index - lead), to = Math.min(trimmed.length, found.index + found[0].length - lead);
+      var ev = { file: file, line: number, rank: rank, text: elide(trimmed, from, to), matched: trimmed.slice(from, to) };
       if (fps[i].rising || fps[i].share_above) onNumeric(i, found, ev);
       else onHit(i, ev);
     });
@@ -121,15 +139,23 @@ function diagnoseText(spec, text, file) {
     Array.prototype.push.apply(evidence.get(fp.slug), st.evidence);
   });
   function cmp(a, b) { return a < b ? -1 : a > b ? 1 : 0; }
+  // Of two rows of one line, the one whose fingerprint matched more of it.
+  function better(a, b) {
+    return a.matched.length !== b.matched.length ? a.matched.length > b.matched.length
+      : a.matched !== b.matched ? a.matched > b.matched : a.text >= b.text;
+  }
   var candidates = [];
   score.forEach(function (total, slug) {
     if (total < rules.min_score) return;
-    var evs = [];
-    evidence.get(slug).forEach(function (e) { if (!evs.some(function (x) { return sameEvidence(x, e); })) evs.push(e); });
-    evs.sort(function (a, b) { return a.line - b.line || cmp(a.text, b.text); });
-    candidates.push({ slug: slug, score: total, evidence: evs.slice(0, rules.evidence_per_entry) });
+    var rows = new Map();
+    evidence.get(slug).forEach(function (e) { if (!rows.has(e.line) || !better(rows.get(e.line), e)) rows.set(e.line, e); });
+    var evs = Array.from(rows.values());
+    evs.sort(function (a, b) { return a.line - b.line; });
+    candidates.push({ slug: slug, score: total, evidence: evs.slice(0, rules.evidence_per_entry), reach: evs[0].matched });
   });
-  candidates.sort(function (a, b) { return b.score - a.score || a.evidence[0].line - b.evidence[0].line || cmp(a.slug, b.slug); });
+  candidates.sort(function (a, b) {
+    return b.score - a.score || a.evidence[0].line - b.evidence[0].line || b.reach.length - a.reach.length || cmp(a.slug, b.slug);
+  });
   var entries = spec.entries;
   var caused = new Set();
   candidates.forEach(function (c) { entries[c.slug].often_causes.forEach(function (t) { if (t !== c.slug) caused.add(t); }); });
@@ -141,8 +167,10 @@ function diagnoseText(spec, text, file) {
   var out = candidates.map(function (c, n) {
     var role = c.slug === initiating ? "initiating" : collateral.has(c.slug) ? "collateral" : "candidate";
     var e = entries[c.slug];
+    var above = n ? candidates[n - 1] : null;
+    var tied = above && above.score === c.score && above.evidence[0].line === c.evidence[0].line ? above.slug : null;
     return { slug: c.slug, title: e.title, url: e.url, confidence: Math.round(Math.min(1, c.score / 10) * 100) / 100,
-             role: role, score: c.score, evidence: c.evidence, _n: n };
+             certainty: c.score >= 10 ? "definitive" : "strong", role: role, score: c.score, tied_with: tied, evidence: c.evidence, _n: n };
   });
   out.sort(function (a, b) { return order[a.role] - order[b.role] || a._n - b._n; });
   out.forEach(function (m) { delete m._n; });

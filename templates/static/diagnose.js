@@ -11,6 +11,11 @@
   var status = document.getElementById("diagnose-status");
   var results = document.getElementById("diagnose-results");
   var spec = null;
+  if (location.protocol === "file:") {  // browsers refuse workers and fetch() to a page opened from a file
+    document.querySelector("#diagnose-nojs p").textContent = "Opened from a file, this page cannot load its matcher (the browser blocks it). " +
+      "Serve the site (make serve, or python3 -m http.server -d site), or run the same matcher in a terminal:";
+    return;
+  }
   var worker = new Worker(root + "static/diagnose-worker.js");
   document.getElementById("diagnose-ui").hidden = false;
   document.getElementById("diagnose-nojs").hidden = true;
@@ -29,6 +34,39 @@
     return e;
   }
 
+  var CERTAINTY = {
+    definitive: "definitive: a line names this failure outright",
+    strong: "strong: the log shows this failure's usual error text, which a related failure may share"
+  };
+
+  function evidenceBlock(m) {
+    var pre = el("pre", "log evidence");
+    m.evidence.forEach(function (e) {
+      var row = el("span", "evidence-line");
+      row.appendChild(el("span", "lineno", "line " + e.line + (e.rank !== null ? " [rank " + e.rank + "]" : "") + "  "));
+      row.appendChild(document.createTextNode(e.text + "\n"));
+      pre.appendChild(row);
+    });
+    return pre;
+  }
+
+  function matchItem(m, label) {
+    var li = el("li", "match");
+    li.setAttribute("data-slug", m.slug);
+    li.setAttribute("data-role", m.role);
+    var title = el("h3");
+    var link = el("a", null, m.title); link.href = root + m.url;
+    title.appendChild(link);
+    li.appendChild(title);
+    var meta = el("p", "meta", label + " · " + m.certainty + " match");
+    meta.title = CERTAINTY[m.certainty];
+    li.appendChild(meta);
+    li.appendChild(evidenceBlock(m));
+    return li;
+  }
+
+  // The answer (with its quick answer, fix and first steps), the failures it caused under it as
+  // consequences, then the other possible causes: the order `failpedia diagnose` prints.
   function render(msg) {
     results.textContent = "";
     if (msg.error) { status.textContent = msg.error; return; }
@@ -39,36 +77,50 @@
     if (!matches.length) return;
     var top = matches[0];
     var info = spec.entries[top.slug];
-    var box = el("section", "answer top-match");
+    var box = el("section", "answer top-match match");
     box.setAttribute("aria-labelledby", "top-match-title");
+    box.setAttribute("data-slug", top.slug);
+    box.setAttribute("data-role", top.role);
+    box.tabIndex = -1;
     var h = el("h2"); h.id = "top-match-title";
     var a = el("a", null, top.title); a.href = root + top.url; h.appendChild(a);
     box.appendChild(h);
+    var meta = el("p", "meta certainty", (top.role === "initiating" ? "The answer" : top.role) + " · " + CERTAINTY[top.certainty]);
+    box.appendChild(meta);
     box.appendChild(el("p", null, info.summary));
     var fix = el("p", "fix-line"); fix.appendChild(el("strong", null, "Recommended fix: ")); fix.appendChild(document.createTextNode(info.fix));
     box.appendChild(fix);
-    results.appendChild(box);
-    var list = el("ol", "matches");
-    matches.forEach(function (m) {
-      var li = el("li", "match");
-      li.setAttribute("data-slug", m.slug);
-      li.setAttribute("data-role", m.role);
-      var title = el("h3");
-      var link = el("a", null, m.title); link.href = root + m.url;
-      title.appendChild(link);
-      li.appendChild(title);
-      li.appendChild(el("p", "meta", m.role + " · confidence " + m.confidence.toFixed(2)));
-      var pre = el("pre", "log evidence");
-      m.evidence.forEach(function (e) {
-        var row = el("span", "evidence-line");
-        row.appendChild(el("span", "lineno", "line " + e.line + (e.rank !== null ? " [rank " + e.rank + "]" : "") + "  "));
-        row.appendChild(document.createTextNode(e.text + "\n"));
-        pre.appendChild(row);
-      });
-      li.appendChild(pre);
-      list.appendChild(li);
+    if (info.steps && info.steps.length) {
+      box.appendChild(el("p", "steps-title", "First steps"));
+      var steps = el("ol", "first-steps");
+      info.steps.forEach(function (t) { steps.appendChild(el("li", null, t)); });
+      box.appendChild(steps);
+    }
+    box.appendChild(el("p", "evidence-title", "Evidence"));
+    box.appendChild(evidenceBlock(top));
+    matches.slice(1).forEach(function (m) {
+      if (m.tied_with !== top.slug) return;
+      box.appendChild(el("p", "tie", "Why not " + m.title + "? It matches the same line " + top.evidence[0].line +
+        " as strongly; this answer's fingerprint matched more of it: \u201c" + top.evidence[0].matched + "\u201d against \u201c" + m.evidence[0].matched + "\u201d."));
     });
-    results.appendChild(list);
+    var consequences = matches.filter(function (m) { return m.role === "collateral"; });
+    if (consequences.length) {
+      box.appendChild(el("h3", "consequences-title", "Consequences (caused by it; not separate problems)"));
+      var cl = el("ul", "matches consequences");
+      consequences.forEach(function (m) { cl.appendChild(matchItem(m, "consequence")); });
+      box.appendChild(cl);
+    }
+    results.appendChild(box);
+    var others = matches.slice(1).filter(function (m) { return m.role !== "collateral"; });
+    if (others.length) {
+      results.appendChild(el("h2", "others-title", "Other possible causes"));
+      var list = el("ol", "matches others");
+      list.start = 2;
+      others.forEach(function (m) { list.appendChild(matchItem(m, "also possible")); });
+      results.appendChild(list);
+    }
+    box.focus({ preventScroll: true });
+    box.scrollIntoView({ block: "start" });  // on a phone the result starts below the fold
     form.setAttribute("data-done", String(Number(form.getAttribute("data-done") || 0) + 1));
   }
   worker.onmessage = function (ev) { render(ev.data); };

@@ -7,6 +7,16 @@
     set: function (k, v) { try { localStorage.setItem(k, v); } catch (e) { /* storage may be blocked */ } }
   };
 
+  // file://: a folder link opens its index.html, not a folder listing.
+  if (location.protocol === "file:") {
+    document.querySelectorAll("a[href]").forEach(function (a) {
+      var m = /^([^?#]*)(.*)$/.exec(a.getAttribute("href")), path = m[1];
+      if (path === "" || /^[a-z][a-z0-9+.-]*:/i.test(path)) return;
+      if (path === "." || path === "..") path += "/";
+      if (path.slice(-1) === "/") a.setAttribute("href", path + "index.html" + m[2]);
+    });
+  }
+
   // Dark-mode toggle that remembers the choice (theme.js applies it before the first paint).
   var toggle = document.querySelector(".theme-toggle");
   if (toggle) {
@@ -60,6 +70,14 @@
     pre.parentNode.insertBefore(wrap, pre);
     wrap.appendChild(pre);
     wrap.appendChild(button);
+  });
+
+  document.querySelectorAll(".table-scroll").forEach(function (box) {
+    if (box.scrollWidth <= box.clientWidth + 1) return;
+    var hint = document.createElement("p");
+    hint.className = "scroll-hint";
+    hint.textContent = "Scroll the table sideways \u2192";
+    box.parentNode.insertBefore(hint, box);
   });
 
   // Code examples become one tab per stack (without JS they show one after another). The chosen
