@@ -375,7 +375,9 @@ def build_catalog(
     )
 
 
-_XREF_ANY_RE = re.compile(r"\[\[([^\]\n]*)\]\]")  # anything written in double brackets
+# Anything in double brackets that reads as a name: not an index (`x[[0, 1]]`, after a word or
+# a bracket) and not data with no letter in it (`input_ids=[[1, 5, 130]]` in an inline example).
+_XREF_ANY_RE = re.compile(r"(?<![\w\])])\[\[([^\]\n]*[A-Za-z][^\]\n]*)\]\]")
 
 
 def _xref_problems(source: Source, rec: Record, raw: bytes | None, known: set[str]) -> list[Problem]:

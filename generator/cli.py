@@ -214,8 +214,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise UsageError("give the command to run after --, e.g. failpedia run -- torchrun --nproc-per-node 8 train.py")
-    spec = _load_spec(args.entries)
-    base_url = load_config(Path(".")).base_url
+    from .locate import locate
+
+    enc = locate(args.entries)
+    spec = _load_spec(enc)
+    base_url = load_config(enc.project).base_url
 
     def early(matches: list[Any]) -> None:
         print(f"\nfailpedia: {matches[0].title} detected while the job runs ({matches[0].url})", file=sys.stderr, flush=True)
@@ -250,7 +253,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from .knowledge import Knowledge
     from .mcpserver import make_server
 
-    knowledge = Knowledge.load(Path(args.entries), load_config(Path(args.project)).base_url)
+    from .locate import locate
+
+    enc = locate(args.entries)
+    knowledge = Knowledge.load(enc.entries, load_config(enc.project).base_url)
     make_server(knowledge).run("stdio")
     return 0
 
@@ -259,8 +265,11 @@ def cmd_lsp(args: argparse.Namespace) -> int:
     from .config import load_config
     from .lsp import make_server
 
-    site = Path(args.site).resolve()
-    server = make_server(Path(args.entries).resolve(), load_config(Path(args.project)).base_url, site if site.is_dir() else None)
+    from .locate import locate
+
+    enc = locate(args.entries)
+    site = Path(args.site).resolve() if args.site else (enc.project / "site").resolve()
+    server = make_server(enc.entries.resolve(), load_config(enc.project).base_url, site if site.is_dir() else None)
     server.start_io()
     return 0
 SERVE_OUT = Path(".cache") / "serve" / "site"
@@ -350,7 +359,7 @@ def _parser() -> argparse.ArgumentParser:
         "fingerprint fires while it runs) print the diagnosis on stderr. Exits with CMD's status.",
     )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command, after --")
-    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--entries", default=None, metavar="DIR", help=FOUND_ENTRIES)
     p.add_argument("--json", default=None, metavar="FILE", help="also write the diagnosis as JSON to FILE (for schedulers)")
     p.add_argument("--top", type=_at_least_one, default=3, metavar="N", help="show at most N matches (default: 3)")
     p.add_argument("--tail", type=_at_least_one, default=20, metavar="N", help="lines kept per rank for --json (default: 20)")
@@ -358,13 +367,13 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("mcp", help="serve the encyclopedia to coding agents (Model Context Protocol, stdio)")
-    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--entries", default=None, metavar="DIR", help=FOUND_ENTRIES)
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_mcp)
 
     p = sub.add_parser("lsp", help="a language server on stdio: diagnostics for logs and entries in your editor")
-    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
-    p.add_argument("--site", default="site", metavar="DIR", help="built site whose pages code actions open, when present (default: site)")
+    p.add_argument("--entries", default=None, metavar="DIR", help=FOUND_ENTRIES)
+    p.add_argument("--site", default=None, metavar="DIR", help="built site whose pages code actions open, when present (default: site/ of the repository)")
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_lsp)
     return parser

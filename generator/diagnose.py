@@ -517,7 +517,7 @@ def _evidence_lines(m: Match, indent: str, out: Any) -> None:
 
 
 def _print_text(matches: list[Match], top: int, out: io.TextIOBase | Any, spec: dict[str, Any] | None = None,
-                page: Any = None) -> None:
+                page: Any = None, verdict: Any = None) -> None:
     """The answer first (with its quick answer, fix and first steps), the failures it caused under
     it as consequences, then the other possible causes. `page(url)`: a built page's path, or None."""
     if not matches:
@@ -528,6 +528,11 @@ def _print_text(matches: list[Match], top: int, out: io.TextIOBase | Any, spec: 
     answer = shown_matches[0]
     info = entries.get(answer.slug, {})
     print(f"1. {answer.title}  [{'the answer' if answer.role == 'initiating' else answer.role}, {answer.certainty} match]", file=out)
+    if verdict is not None:
+        host = f" on {verdict.host}" if verdict.host else ""
+        print(f"   Started on rank {verdict.rank}{host}: {verdict.reason}.", file=out)
+        if verdict.disagrees:
+            print(f"   Note: {verdict.disagrees}.", file=out)
     if info.get("summary"):
         print(f"   Quick answer: {info['summary']}", file=out)
     if info.get("fix"):
@@ -574,35 +579,44 @@ def cmd_diagnose(args: Any) -> int:
     spec = _load_spec(enc)
     if args.follow:
         return _follow(spec, args.logs[0], base_url, args, enc)
+    from .ranks import RankScanner, initiating_rank
+
     from .progress import Progress
 
     progress = Progress()
     matchers = []
+    scanners = []
     try:
         for path in args.logs:
-            m = Matcher(spec, path)
+            m, scan = Matcher(spec, path), RankScanner()
             stream = _open(path)
             raw = getattr(stream, "fileobj", None) or stream  # a .gz: its compressed file says how far we are
             size = Path(path).stat().st_size if path != "-" and Path(path).is_file() else 0
             try:
                 for data in _chunks(path, stream):
                     m.feed(data)
+                    scan.feed(data)
                     if size:
                         progress(f"{path}: {raw.tell() * 100 // size}% of {size / 2**20:.0f} MiB")
             finally:
                 if path != "-":
                     stream.close()
             m.close()
+            scan.close()
             matchers.append(m)
+            scanners.append(scan)
     except _InputError as e:
         progress.done()
         raise UsageError(str(e)) from None
     progress.done()
     matches = rank_hits(spec, matchers, base_url)
+    # One log's rank state is read on its own: ranks and SeqNums of different files are not one story.
+    verdict = initiating_rank(matches, scanners[0]) if len(scanners) == 1 else initiating_rank(matches)
     if args.json:
-        print(json.dumps({"matches": [m.as_json() for m in matches[: args.top]]}, indent=2))
+        print(json.dumps({"matches": [m.as_json() for m in matches[: args.top]],
+                          "initiating_rank": verdict.as_json() if verdict else None}, indent=2))
     else:
-        _print_text(matches, args.top, sys.stdout, spec, enc.page)
+        _print_text(matches, args.top, sys.stdout, spec, enc.page, verdict)
     return 0 if matches else 1
 
 

@@ -243,7 +243,7 @@ def test_cli_text_output_and_top(run_cli, sample: Path, tmp_path: Path) -> None:
 def test_cli_no_match_exits_1(run_cli, sample: Path, tmp_path: Path) -> None:
     log = tmp_path / "ok.log"
     log.write_text("all good\n")
-    assert cli(run_cli, sample, "--json", str(log))[:2] == (1, '{\n  "matches": []\n}\n')
+    assert cli(run_cli, sample, "--json", str(log))[:2] == (1, '{\n  "matches": [],\n  "initiating_rank": null\n}\n')
 
 
 def test_cli_gzip_and_several_files(run_cli, sample: Path, tmp_path: Path) -> None:
@@ -345,8 +345,9 @@ def test_the_answer_reads_right_at_2am(run_cli, tmp_path: Path) -> None:
     assert code == 0
     lines = out.splitlines()
     assert lines[0] == "1. CUDA memory fragmentation (reserved but unallocated)  [the answer, strong match]"
-    assert lines[1].startswith("   Quick answer: ") and lines[2].startswith("   Fix: Export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
-    assert lines[3] == "   First steps:" and lines[4].startswith("     1. ") and lines[6].startswith("     3. ")
+    assert lines[1] == "   Started on rank 3: rank 3 printed CUDA memory fragmentation (reserved but unallocated)."
+    assert lines[2].startswith("   Quick answer: ") and lines[3].startswith("   Fix: Export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+    assert lines[4] == "   First steps:" and lines[5].startswith("     1. ") and lines[7].startswith("     3. ")
     assert "0.60" not in out and "strong: the log shows this failure's usual error text" in lines[-1]
     evidence = next(x for x in lines if x.startswith(f"     {log}:2 [rank 3]"))
     assert "2.31 GiB is reserved by PyTorch but unallocated" in evidence and "…" in evidence and len(evidence.split(" [rank 3]  ", 1)[1]) <= 300

@@ -87,6 +87,13 @@
     box.appendChild(h);
     var meta = el("p", "meta certainty", (top.role === "initiating" ? "The answer" : top.role) + " · " + CERTAINTY[top.certainty]);
     box.appendChild(meta);
+    if (msg.rank) {  // which rank started it (diagnose-ranks.js)
+      var started = el("p", "started-rank");
+      started.appendChild(el("strong", null, "Started on rank " + msg.rank.rank + (msg.rank.host ? " on " + msg.rank.host : "") + ": "));
+      started.appendChild(document.createTextNode(msg.rank.reason + "."));
+      box.appendChild(started);
+      if (msg.rank.root_cause_disagrees) box.appendChild(el("p", "root-cause-note", "Note: " + msg.rank.root_cause_disagrees + "."));
+    }
     box.appendChild(el("p", null, info.summary));
     var fix = el("p", "fix-line"); fix.appendChild(el("strong", null, "Recommended fix: ")); fix.appendChild(document.createTextNode(info.fix));
     box.appendChild(fix);
