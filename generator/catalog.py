@@ -384,17 +384,26 @@ def _xref_problems(source: Source, rec: Record, raw: bytes | None, known: set[st
     """Each `[[...]]` in the entry's file that names no entry, at its line and column."""
     from .read import read_entry
 
-    return _xref_scan(rec.path, (raw if raw is not None else read_entry(source, rec.category, rec.slug)).decode("utf-8", "replace"), known)
+    from .markdown import without_code
+    from .validate import prose_fields
+
+    # Only what the page's prose writes in brackets (a fingerprint's example may quote `[[gpu]]`).
+    written = set(_XREF_ANY_RE.findall(without_code("\n".join(prose_fields(rec.entry)))))
+    text = (raw if raw is not None else read_entry(source, rec.category, rec.slug)).decode("utf-8", "replace")
+    return _xref_scan(rec.path, text, known, written)
 
 
-def _xref_scan(path: str, text: str, known: set[str]) -> list[Problem]:
+def _xref_scan(path: str, text: str, known: set[str], written: set[str] | None = None) -> list[Problem]:
     out = []
     for m in _XREF_ANY_RE.finditer(text):
         name = m.group(1)
-        if name in known:
+        if name in known or (written is not None and name not in written):
+            continue
+        start = text.rfind("\n", 0, m.start()) + 1
+        if text.count("`", start, m.start()) % 2:  # inside an inline code span on its line
             continue
         line = text.count("\n", 0, m.start()) + 1
-        col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+        col = m.start() - start + 1
         if SLUG_RE.fullmatch(name):
             out.append(Problem(path, line, col, f"[[{name}]]: no entry '{name}'{suggest(name, known)}"))
         else:

@@ -21,7 +21,16 @@ from pygments.lexers import get_lexer_by_name
 from . import highlight
 from .regexlexer import accelerate
 
-__all__ = ["MENTION_RE", "XREF_RE", "code_block", "inline", "block", "link_entries", "pygments_css", "safe_link"]
+__all__ = ["MENTION_RE", "XREF_RE", "without_code", "code_block", "inline", "block", "link_entries", "pygments_css", "safe_link"]
+
+_CODE_RE = re.compile(r"^(```|~~~).*?^\1|(`+)[^`].*?\2", re.S | re.M)  # fenced blocks and inline code spans
+
+
+def without_code(text: str) -> str:
+    """Markdown with its code blanked out: what `[[slug]]` and bare slugs are looked for in (code
+    shows text as written — `capabilities: [[gpu]]` in Docker's message is no link)."""
+    return _CODE_RE.sub(lambda m: " " * len(m.group(0)), text)
+
 
 XREF_RE = re.compile(r"\[\[([a-z0-9]+(?:-[a-z0-9]+)*)\]\]")  # [[slug]]: a link to that entry, with its title
 MENTION_RE = re.compile(r"(?<![\w/.-])[a-z0-9]+(?:-[a-z0-9]+)+(?![\w/-]|\.\w)")  # a bare slug-shaped word

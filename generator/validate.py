@@ -89,9 +89,9 @@ class Head:
 
 def cross_references(e: Entry) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """([[...]] targets in the order written, the distinct slug-shaped words of the prose)."""
-    from .markdown import MENTION_RE, XREF_RE
+    from .markdown import MENTION_RE, XREF_RE, without_code
 
-    text = "\n".join(prose_fields(e))
+    text = without_code("\n".join(prose_fields(e)))
     xrefs = tuple(dict.fromkeys(m.group(1) for m in XREF_RE.finditer(text)))
     mentions = tuple(sorted({m.group(0) for m in MENTION_RE.finditer(text)} - set(xrefs)))
     return xrefs, mentions

@@ -59,3 +59,19 @@ def test_from_file_links_open_the_folders_index(browser, real_site: Path) -> Non
     assert all(not h.endswith("/") for h in page.eval_on_selector_all("a[href]", "as => as.map(a => a.getAttribute('href'))")
                if not h.startswith(("http:", "https:", "mailto:", "#")))
     page.close()
+
+
+def test_brackets_in_code_and_in_quoted_errors_are_not_links(tmp_path: Path) -> None:
+    # Docker says "capabilities: [[gpu]]"; a tokenizer example writes input_ids=[[1, 5, 130]]; a
+    # fingerprint example quotes the error as printed. None of them is a [[slug]].
+    from generator.build import load_catalog
+
+    files = sample_files()
+    files["memory/gpu-oom.yaml"] = valid_entry(
+        title="GPU OOM", related=["nccl-hang"],
+        mechanism="Docker asks for a device with `capabilities: [[gpu]]`; a batch like `input_ids=[[1, 5, 130]]` or\n\n```\nx = y[[0, 1]]\n```\n\nis data, and [[nccl-hang]] is a link.",
+        fingerprints=[{"pattern": "could not select device driver", "strength": "strong",
+                       "examples": ['docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].']}],
+    )
+    catalog = load_catalog(write_tree(tmp_path / "entries", files))
+    assert catalog.records["gpu-oom"].head.xrefs == ("nccl-hang",)
