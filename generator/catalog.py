@@ -424,7 +424,7 @@ def _unparsed_checks(raw: bytes, path: str, aliases: dict[str, str], known: set[
     out = []
     tags = data.get("tags")
     for i, t in enumerate(tags if isinstance(tags, list) else []):
-        if isinstance(t, str) and t.isascii() and aliases and aliases.get(normalize_tag(t)) is None:
+        if isinstance(t, str) and t.isascii() and not t.startswith("<fill in") and aliases and aliases.get(normalize_tag(t)) is None:
             out.append(Problem(path, *loaded.where(("tags", i)), f"unknown tag '{t}'{suggest(normalize_tag(t), set(aliases))} (tags are listed in tags.yaml)"))
     for fname in ("related", "often_causes"):
         targets = data.get(fname)
