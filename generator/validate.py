@@ -16,11 +16,11 @@ from typing import Any, NamedTuple, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from .entrytext import camel_words
+from .entrytext import camel_words, text_fields
 from .load import LoadError, Loaded, PackedPositions, load_yaml, shown
 from .patterns import MAX_LINE, check_pattern, compile_pattern, plain_number, required_literals
 from .problems import Problem
-from .schema import STRENGTH_SCORE, Category, Entry, Fingerprint, Language, Tag
+from .schema import STRENGTH_SCORE, Category, Entry, Fingerprint, Language, SynonymGroup, Tag
 
 __all__ = ["FingerprintHead", "Head", "Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "suggest"]
 
@@ -69,6 +69,7 @@ class Head:
     # entry puts in api/fingerprints.json. A rebuild compares them instead of the data.
     fingerprints_key: str
     matcher_key: str
+    text_key: str = ""  # of the searchable text (entrytext.text_fields): what the search index holds of it
 
     @classmethod
     def of(cls, e: Entry) -> "Head":
@@ -76,7 +77,7 @@ class Head:
         fingerprints_key = _digest(repr(fingerprints))
         matcher_key = _digest(repr((e.title, e.summary, e.fix.summary, tuple(e.often_causes), fingerprints_key)))
         return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary,
-                   fingerprints, camel_words(e), fingerprints_key, matcher_key)
+                   fingerprints, camel_words(e), fingerprints_key, matcher_key, _digest(repr(sorted(text_fields(e).items()))))
 
 
 def _digest(text: str) -> str:
@@ -327,6 +328,10 @@ def _parse_list(model: type[M], raw: bytes, path: str, key: str) -> tuple[list[t
 
 def parse_tags(raw: bytes, path: str) -> tuple[list[tuple[Tag, tuple[int, int]]], list[Problem]]:
     return _parse_list(Tag, raw, path, "tags")
+
+
+def parse_synonyms(raw: bytes, path: str) -> tuple[list[tuple[SynonymGroup, tuple[int, int]]], list[Problem]]:
+    return _parse_list(SynonymGroup, raw, path, "synonyms")
 
 
 def parse_categories(raw: bytes, path: str) -> tuple[list[tuple[Category, tuple[int, int]]], list[Problem]]:
