@@ -147,11 +147,12 @@ def identifier_variants(token: str) -> frozenset[str]:
 
 # --- Words ------------------------------------------------------------------------------------
 
-# Function words a query drops (an entry still indexes them, for phrases such as 'out of memory').
+# Words a query drops (an entry still indexes them, for phrases such as 'out of memory'): function
+# words, and the words any question about a failure has ('error', 'getting', 'fix').
 STOP = frozenset(
     "a an and are as at be but by can could do does did for from had has have how i if in into is it its "
     "me my of on or our so that the their then there this to was we what when where which while who why "
-    "will with would you your".split()
+    "will with would you your error get got getting issue problem help fix solv".split()
 )
 _PLURALS = (("ies", "y"), ("sses", "ss"), ("ches", "ch"), ("shes", "sh"), ("xes", "x"), ("zes", "z"))
 _KEEP_S = ("ss", "us", "is")
@@ -249,11 +250,13 @@ class Synonyms:
     def as_json(self) -> dict[str, Any]:
         return {"words": dict(sorted(self.words.items())), "phrases": sorted([list(p), t] for p, t in self.phrases.items()), "longest": self.longest}
 
-    def in_words(self, words: list[str]) -> Counter[str]:
-        """Group terms of the phrases in a word sequence, with their counts."""
+    def in_words(self, words: list[str]) -> tuple[Counter[str], Counter[str]]:
+        """Group terms of the phrases in a word sequence: how often each occurs, and how many
+        words those occurrences cover."""
         out: Counter[str] = Counter()
+        covered: Counter[str] = Counter()
         if not self.phrases:
-            return out
+            return out, covered
         firsts = {p[0] for p in self.phrases}
         for i, w in enumerate(words):
             if w in firsts:
@@ -261,7 +264,8 @@ class Synonyms:
                     term = self.phrases.get(tuple(words[i : i + n]))
                     if term:
                         out[term] += 1
-        return out
+                        covered[term] += n
+        return out, covered
 
 
 # --- The query --------------------------------------------------------------------------------
@@ -359,10 +363,12 @@ def query_clauses(free: str, synonyms: Synonyms) -> tuple[tuple[str, str], ...]:
 
 
 def entry_texts(rec: Record, catalog: Catalog) -> dict[str, list[str]]:
-    """An entry's searchable text by field; the tags field holds its tags' names and aliases."""
+    """An entry's searchable text by field. The title field holds the slug's words too (the
+    entry's short name says what it is about: `device-mismatch`); the tags field, its tags'
+    names and aliases."""
     fields = text_fields(rec.entry)
     spellings = [s.replace("-", " ") for t in rec.tags for s in (t, *(catalog.tags[t].aliases if t in catalog.tags else ()))]
-    return {"title": fields["title"], "summary": fields["summary"], "tags": [" . ".join(spellings)],
+    return {"title": [*fields["title"], rec.slug.replace("-", " ")], "summary": fields["summary"], "tags": [" . ".join(spellings)],
             "symptoms": fields["symptoms"], "body": fields["body"]}
 
 
@@ -388,15 +394,15 @@ def doc_terms(fields: dict[str, list[str]], synonyms: Synonyms) -> dict[str, int
                 for variant in identifier_variants(ident):
                     if not variant.isalnum():
                         counts["=" + variant] += n
-        groups = synonyms.in_words(seq)
+        groups, covered = synonyms.in_words(seq)
         for t, n in list(counts.items()):
             g = synonyms.words.get(t)
             if g:
                 groups[g] += n
-        covered = {t: n for t, n in counts.items()}
+                covered[g] += n
+        covered.update(t for t in seq)  # each word covers itself
         for t, n in groups.items():
             counts[t] += n
-            covered[t] = n * 2  # a phrase covers more of a title than one word
         length = max(len(seq), 1)
         for t, n in counts.items():
             if not n:
@@ -532,7 +538,7 @@ def fingerprint_scores(catalog: Catalog, text: str) -> dict[str, tuple[int, bool
 
 CONFIDENT = 6  # strength score of strong: a hit this strong, with its `near`, names the entry
 LONG_PASTE = 8  # words: a pasted log line rather than a phrase; with a confident hit, it ranks alone
-WEAK_NUDGE = 10_000  # a weak fingerprint hit adds its score times this to the word score
+WEAK_NUDGE = 300  # a weak fingerprint hit adds its score times this to the word score (a few % of a good word match)
 
 
 def rank(index: SearchIndex, clauses: tuple[tuple[str, str], ...], pool: list[int], fps: dict[int, tuple[int, bool]], tag_rank: dict[int, int] | None) -> list[tuple[int, int, int]]:

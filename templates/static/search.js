@@ -630,6 +630,7 @@
       app.classList.remove("has-results");
       browseEl.hidden = false;
       busy(false);
+      app.setAttribute("data-shown", q.text);
       return Promise.resolve();
     }
     statusEl.textContent = "Searching…";
@@ -646,6 +647,8 @@
       if (!n) { renderEmpty(q); busy(false); return; }
       renderFacets(q, r.counts);
       return showMore(q, my);
+    }).then(function () {
+      if (my === seq) app.setAttribute("data-shown", q.text); // this query's results are on the page
     }).catch(function (e) {
       busy(false);
       statusEl.textContent = "Search failed: " + (e && e.message ? e.message : e) + ". Browse the tags below instead.";
