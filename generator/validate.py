@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from .entrytext import camel_words, text_fields
+from .entrytext import text_fields
 from .load import LoadError, Loaded, PackedPositions, load_yaml, shown
 from .patterns import MAX_LINE, check_pattern, compile_pattern, plain_number, required_literals
 from .problems import Problem
@@ -64,12 +64,11 @@ class Head:
     often_causes: tuple[str, ...]
     fix_summary: str
     fingerprints: tuple[FingerprintHead, ...]
-    camel: frozenset[str]  # entrytext.camel_words
     # Digests made here, once per version of the file: of the fingerprints, and of everything the
     # entry puts in api/fingerprints.json. A rebuild compares them instead of the data.
     fingerprints_key: str
     matcher_key: str
-    text_key: str = ""  # of the searchable text (entrytext.text_fields): what the search index holds of it
+    text_key: str  # of the searchable text (entrytext.text_fields): what the search index holds of it
 
     @classmethod
     def of(cls, e: Entry) -> "Head":
@@ -77,7 +76,7 @@ class Head:
         fingerprints_key = _digest(repr(fingerprints))
         matcher_key = _digest(repr((e.title, e.summary, e.fix.summary, tuple(e.often_causes), fingerprints_key)))
         return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary,
-                   fingerprints, camel_words(e), fingerprints_key, matcher_key, _digest(repr(sorted(text_fields(e).items()))))
+                   fingerprints, fingerprints_key, matcher_key, _digest(repr(sorted(text_fields(e).items()))))
 
 
 def _digest(text: str) -> str:
