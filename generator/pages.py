@@ -341,7 +341,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     add(
         "search/index.html",
         "search.html",
-        {"title": "Search", "description": "Search every entry by words, #tags, identifiers or a pasted error line.",
+        {"title": "Search", "description": "Search every entry by words, #tags, identifiers or a pasted error line.", "search_index": search,
          "tags": [{"name": t, "count": n} for t, n in used_tags if n],
          "pairs": [{"name": p.name, "url": tag_url(p.name), "count": len(p.slugs)} for p in sorted(pairs, key=lambda p: (-len(p.slugs), p.name))[:PAIRS_ON_SEARCH_PAGE]]},
         sitemap=False,

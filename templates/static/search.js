@@ -25,6 +25,7 @@
 
   var meta = null; // search/meta.json
   var docs = null; // search/docs.json
+  var docsReady = null; // its promise: a query's index files load while it does
   var R = null; // meta.rank: the ranking constants
   var fileCache = {};
   var regexCache = {};
@@ -363,10 +364,14 @@
 
   function execute(q) {
     var my = ++seq;
-    return fingerprintHits(q.free).then(function (fps) {
-      var textual = !(wordCount(q.free) >= R.long_paste && Object.keys(fps).some(function (d) { return fps[d].confident; }));
-      var clauses = textual ? q.clauses : [];
-      return clauseScores(clauses).then(function (found) {
+    // A short query loads its fingerprint shards and its index files at once; a long paste first
+    // learns from the fingerprints whether its words are searched at all.
+    var long = wordCount(q.free) >= R.long_paste;
+    var early = long ? null : clauseScores(q.clauses);
+    return Promise.all([fingerprintHits(q.free), docsReady]).then(function (loaded) {
+      var fps = loaded[0];
+      var textual = !(long && Object.keys(fps).some(function (d) { return fps[d].confident; }));
+      return (early || clauseScores(textual ? q.clauses : [])).then(function (found) {
         function ranked(pool) {
           var tagRank = null;
           if (textual && q.tags.length && !q.clauses.length) {
@@ -474,9 +479,15 @@
     shown.done += batch.length;
     moreEl.hidden = true;
     busy(true);
-    return Promise.all(batch.map(function (it) { return getJSON("search/doc/" + it.doc + ".json"); })).then(function (datas) {
+    // Each result shows as soon as it and those above it have arrived.
+    var datas = [], next = 0;
+    return Promise.all(batch.map(function (it, i) {
+      return getJSON("search/doc/" + it.doc + ".json").then(function (d) {
+        datas[i] = d;
+        for (; my === seq && next < batch.length && datas[next]; next++) resultsEl.appendChild(renderItem(batch[next], datas[next], q));
+      });
+    })).then(function () {
       if (my !== seq) return;
-      datas.forEach(function (d, i) { resultsEl.appendChild(renderItem(batch[i], d, q)); });
       moreEl.hidden = shown.done >= shown.items.length;
       busy(false);
     });
@@ -728,9 +739,10 @@
   // --- Start ------------------------------------------------------------------------------
   readURL();
   statusEl.textContent = "Loading the search index…";
-  Promise.all([getJSON("search/meta.json"), getJSON("search/docs.json")]).then(function (loaded) {
-    meta = loaded[0];
-    docs = loaded[1];
+  docsReady = getJSON("search/docs.json").then(function (d) { docs = d; });
+  docsReady.catch(function () {}); // a failure is reported by the query that waits on it
+  getJSON("search/meta.json").then(function (m) {
+    meta = m;
     R = meta.rank;
     app.setAttribute("data-ready", "true");
     return run();
