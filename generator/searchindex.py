@@ -98,7 +98,7 @@ def _anchors(cover: tuple[str, ...]) -> list[str] | None:
 
 
 CHUNK_POSTINGS = 4000  # postings per chunk file, roughly (a common term has a chunk of its own)
-EXCERPT_CHARS = 6000  # of an entry's text kept for the excerpts a result shows
+EXCERPT_CHARS = 4000  # of an entry's text kept for the excerpts a result shows
 
 
 def _syn_key(catalog: Catalog) -> str:
