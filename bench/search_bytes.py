@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import os
 import sys
 import tempfile
 import time
@@ -81,7 +82,7 @@ def _dev_server(site: Path):  # type: ignore[no-untyped-def]
     return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/"
 
 
-def measure(site: Path, queries: list[str]) -> None:
+def measure(site: Path, queries: list[str], repeat: int = 5) -> None:
     from browser import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
 
@@ -132,6 +133,19 @@ def measure(site: Path, queries: list[str]) -> None:
                 print(f"  then {SECOND!r} in the same page: {len(more)} requests, {sum(s[1] for s in more):,} bytes transferred; "
                       f"{sum(s[3] for s in more):,} bytes from a gzip-serving host")
                 ctx.close()
+                times = []
+                for _ in range(repeat):  # each in a fresh context: an empty cache every time
+                    ctx = browser.new_context()
+                    ctx.add_init_script(FIRST_RESULT)
+                    page = ctx.new_page()
+                    page.goto(url + "search/?q=" + quote_plus(q))
+                    page.wait_for_selector('#search-results[aria-busy="false"]', state="attached", timeout=120_000)
+                    times.append(page.evaluate("window.__firstResult || 0") / 1000)
+                    ctx.close()
+                if times:
+                    times.sort()
+                    print(f"  first results, {repeat} more runs with an empty cache: median {times[len(times) // 2]:.2f} s "
+                          f"(min {times[0]:.2f}, max {times[-1]:.2f}); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
             browser.close()
     finally:
         server.shutdown()
@@ -144,18 +158,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--from", dest="source", type=Path, default=REPO / "entries", help="the entries to clone (default: entries/)")
     p.add_argument("--site", type=Path, help="measure this built site instead of building one")
     p.add_argument("--keep", type=Path, help="build into this folder (kept) instead of a temporary one")
-    p.add_argument("--query", action="append", help="a query to measure (repeatable; default: four typical ones)")
+    p.add_argument("--query", action="append", help="a query to measure (repeatable; default: five typical ones)")
+    p.add_argument("--repeat", type=int, default=5, help="more runs per query for the time to first results (default: 5)")
     args = p.parse_args(argv)
     queries = args.query or QUERIES
     if args.site:
-        measure(args.site, queries)
+        measure(args.site, queries, args.repeat)
         return 0
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-        measure(build_site(args.source, args.count, args.keep), queries)
+        measure(build_site(args.source, args.count, args.keep), queries, args.repeat)
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        measure(build_site(args.source, args.count, Path(tmp)), queries)
+        measure(build_site(args.source, args.count, Path(tmp)), queries, args.repeat)
     return 0
 
 

@@ -391,7 +391,9 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     matcher_key = "\0".join(f"{slug}={rec.head.matcher_key}" for slug, rec in catalog.records.items())
     pages.append(Page("api/fingerprints.json", body=partial(fingerprints_file, catalog), extra=matcher_key))
     if search:
-        pages.extend(Page(path, body=body, entries=all_slugs) for path, body in catalog.derived("search files", search_files, search_files_key(catalog, _fingerprints_digest(catalog))))
+        fp_key = _fingerprints_digest(catalog)
+        files = catalog.derived("search files", lambda c: search_files(c, fingerprints_key=fp_key), search_files_key(catalog, fp_key))
+        pages.extend(Page(path, body=body, entries=all_slugs) for path, body in files)
     pages.append(Page("schema/entry.json", body=json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"))
     return pages
 

@@ -33,7 +33,7 @@ import math
 import re
 import sys
 from bisect import bisect_left
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -442,20 +442,16 @@ class SearchIndex:
         synonyms = Synonyms.of(catalog.synonyms)
         slugs = sorted(catalog.records)
         make = per_entry or (lambda slug: doc_terms(entry_texts(catalog.records[slug], catalog), synonyms))
-        postings: dict[str, list[tuple[int, int]]] = {}
+        postings: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
         for doc, slug in enumerate(slugs):
             for t, w in make(slug).items():
-                postings.setdefault(t, []).append((doc, w))
+                postings[t].append((doc, w))
         n = len(slugs)
         terms = {t: (round(100 * math.log(1 + n / len(p))), p) for t, p in sorted(postings.items())}
         vocab: dict[str, list[str]] = {}
         for t in terms:
             vocab.setdefault(vocab_key(t), []).append(t)
         return cls(catalog, synonyms, slugs, terms, vocab)
-
-    def idents_of(self, slug: str) -> set[str]:
-        doc = self.slugs.index(slug)
-        return {t[1:] for t, (_, p) in self.terms.items() if t.startswith("=") and any(d == doc for d, _ in p)}
 
 
 # --- Ranking ----------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from .safejson import safe_json as _json
 from .search import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, STOP, TYPO, TYPO_MIN, WEAK_NUDGE, SearchIndex, Synonyms,
                      doc_terms, entry_texts)
 
-__all__ = ["PAIRS_ON_SEARCH_PAGE", "PAIR_MIN", "TagPair", "build_index", "search_files", "search_files_key", "shard_of", "tag_pairs"]
+__all__ = ["PAIRS_ON_SEARCH_PAGE", "PAIR_MIN", "TagPair", "build_index", "fingerprint_files", "search_files", "search_files_key", "shard_of", "tag_pairs"]
 
 PAIR_MIN = 3  # a tag pair gets its own page when at least this many entries carry both tags
 PAIRS_ON_SEARCH_PAGE = 24  # the most shared; every pair is linked from both of its tags' pages
@@ -151,11 +151,11 @@ def _doc_file(catalog: Catalog, slug: str) -> str:
 
 def _postings(p: list[tuple[int, int]]) -> list[int]:
     """[doc, weight, doc gap, weight, ...]: ids as gaps keep the numbers short."""
-    out: list[int] = []
-    last = 0
-    for doc, w in p:
-        out += [doc - last, w]
-        last = doc
+    docs = [d for d, _ in p]
+    gaps = [d - prev for d, prev in zip(docs, [0, *docs])]
+    out = [0] * (2 * len(p))
+    out[0::2] = gaps
+    out[1::2] = [w for _, w in p]
     return out
 
 
@@ -178,12 +178,9 @@ def index_files(index: SearchIndex) -> list[tuple[str, str]]:
     return files
 
 
-def search_files(catalog: Catalog, index: SearchIndex | None = None) -> list[tuple[str, str]]:
-    """(site path, JSON text) of every file search.js loads: meta.json (registries, synonyms,
-    ranking constants), docs.json (each entry's category and tags, for filters and facets), the
-    vocabulary and postings, doc/<id>.json (what a result shows), and the fingerprint shards."""
-    index = index or build_index(catalog)
-    ids = {slug: i for i, slug in enumerate(index.slugs)}
+def fingerprint_files(catalog: Catalog) -> tuple[int, list[tuple[str, str]]]:
+    """The number of fingerprint shards, and the files search/fp/*.json."""
+    ids = {slug: i for i, slug in enumerate(sorted(catalog.records))}  # doc ids, as SearchIndex numbers them
     # One record per distinct matcher, with every entry that has it (entries share common ones).
     owners: dict[tuple[str, str, int, int], list[int]] = {}
     covers: dict[str, tuple[str, ...]] = {}
@@ -202,6 +199,17 @@ def search_files(catalog: Catalog, index: SearchIndex | None = None) -> list[tup
             continue
         for i in sorted({shard_of(w, shards) for w in anchors}):
             buckets[i].append(record)
+    files = [("search/fp/any.json", _json({"fingerprints": anywhere}))]
+    return shards, files + [(f"search/fp/{i}.json", _json({"fingerprints": b})) for i, b in enumerate(buckets)]
+
+
+def search_files(catalog: Catalog, index: SearchIndex | None = None, fingerprints_key: str | None = None) -> list[tuple[str, str]]:
+    """(site path, JSON text) of every file search.js loads: meta.json (registries, synonyms,
+    ranking constants), docs.json (each entry's category and tags, for filters and facets), the
+    vocabulary and postings, doc/<id>.json (what a result shows), and the fingerprint shards
+    (kept apart in the build cache under `fingerprints_key`: an edit of an entry's text leaves them)."""
+    index = index or build_index(catalog)
+    shards, fp_files = catalog.derived("search fingerprint shards", fingerprint_files, fingerprints_key)
     tag_ids = {t: i for i, t in enumerate(catalog.tags)}
     cat_ids = {c: i for i, c in enumerate(catalog.categories)}
     meta = {
@@ -221,9 +229,7 @@ def search_files(catalog: Catalog, index: SearchIndex | None = None) -> list[tup
         "cat": [cat_ids.get(catalog.records[s].category, -1) for s in index.slugs],
         "tags": [[tag_ids[t] for t in catalog.records[s].tags] for s in index.slugs],
     }
-    files = [("search/meta.json", _json(meta)), ("search/docs.json", _json(docs)), ("search/fp/any.json", _json({"fingerprints": anywhere}))]
-    files += [(f"search/fp/{i}.json", _json({"fingerprints": b})) for i, b in enumerate(buckets)]
-    files += index_files(index)
+    files = [("search/meta.json", _json(meta)), ("search/docs.json", _json(docs)), *fp_files, *index_files(index)]
     texts = catalog.derived_each("search doc files", {s: (catalog.records[s].head.text_key, catalog.records[s].head.title, catalog.records[s].head.summary,
                                                           catalog.records[s].tags, catalog.records[s].category) for s in index.slugs},
                                  lambda slug: _doc_file(catalog, slug))
