@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 from .cache import BuildCache, code_version, digest, input_stamp
 from .config import TEMPLATES, Config, require_templates
 from .gitdates import date_key, git_dates, git_head
-from .indexer import INDEX_DIRS
 from .parallel import run_parallel
 from .problems import BuildFailed, FailpediaError
 from .write import SiteWriter, write_file
@@ -217,22 +216,18 @@ def build(
     search: bool = True,
     cache_dir: Path | None = None,
     jobs: int | None = None,
-    pagefind: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> BuildResult:
-    """The whole pipeline. `search=False` skips the Pagefind index; `cache_dir=None` is a cold
-    build that neither reads nor writes the cache; `jobs` caps the worker processes.
-    `pagefind=False` (with search) writes the pages Pagefind indexes but leaves running it, and
-    the site's pagefind/ folder, to the caller: the dev server indexes in the background, so an
-    edit is served in seconds even where indexing takes minutes. `progress` hears what stage
-    the build is at (the CLI shows it on a terminal)."""
+    """The whole pipeline. `search=False` leaves out the search index (search/); `cache_dir=None`
+    is a cold build that neither reads nor writes the cache; `jobs` caps the worker processes;
+    `progress` hears what stage the build is at (the CLI shows it on a terminal)."""
     with _rare_collections():
-        return _build(entries, out, config, templates, search, cache_dir, jobs, pagefind, progress or (lambda _: None))
+        return _build(entries, out, config, templates, search, cache_dir, jobs, progress or (lambda _: None))
 
 
 def _build(
     entries: Path, out: Path, config: Config, templates: Path, search: bool, cache_dir: Path | None, jobs: int | None,
-    pagefind: bool, progress: Callable[[str], None],
+    progress: Callable[[str], None],
 ) -> BuildResult:
     global _RENDERER
     require_templates(templates)
@@ -240,7 +235,7 @@ def _build(
     out_abs = out.resolve() if out.exists() else out.absolute()
     stamp = input_stamp(
         [entries, templates, Path(__file__).resolve().parent],
-        json.dumps([repr(config), search, pagefind, str(out_abs), git_head(entries)]),
+        json.dumps([repr(config), search, str(out_abs), git_head(entries)]),
     )
     if cache_dir is not None and stamp == cache.stamp and cache.site == str(out_abs) and out_abs.is_dir():
         pages = sum(1 for p in cache.pages if p.endswith(".html"))
@@ -271,11 +266,9 @@ def _build(
     if cache.enabled:  # a cold build has no keys to compare or keep
         salt, entry_keys, card_keys = _key_inputs(source, catalog, hashes, dates, config, search)
     _RENDERER = Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
-    # An incremental build updates the site in place, unless Pagefind runs now (it needs a whole
-    # new tree); a build that leaves indexing to its caller also leaves the index folders alone.
+    # An incremental build updates the site in place.
     same_site = cache.site == str(out_abs)  # the page keys describe this output folder
-    index_now = search and pagefind
-    writer = SiteWriter(out, update=bool(cache.pages) and same_site and not index_now, keep=() if index_now or not search else INDEX_DIRS)
+    writer = SiteWriter(out, update=bool(cache.pages) and same_site)
     keys: dict[str, str] = {}
     kept: dict[str, str] = {}  # pages left in place by an update → their recorded identity
     rendered = 0
@@ -304,11 +297,6 @@ def _build(
         for path, data in static_files(templates):
             writer.add(path, data)
         writer.add("static/pygments.css", pygments_css())
-        if index_now and catalog.records:
-            from .indexer import run_pagefind
-
-            progress(f"indexing {len(catalog.records)} entries for search (Pagefind)")
-            run_pagefind(writer.tmp, expected_pages=len(catalog.records))
     except BaseException:
         writer.abort()
         raise

@@ -21,14 +21,14 @@ from .load import LoadError, PathKey, load_yaml, shown
 from .problems import BuildFailed, Problem
 from .read import Source
 from .schema import SLUG_RE, Category, Entry, Tag
-from .validate import Head, Parsed, parse_categories, parse_entry, parse_tags, suggest
+from .validate import Head, Parsed, parse_categories, parse_entry, parse_synonyms, parse_tags, suggest
 
 __all__ = ["Catalog", "Record", "Stored", "build_catalog", "normalize_tag"]
 
 T = TypeVar("T")
 SIMILAR_COUNT = 5
 # Top-level site paths that an entry slug would collide with.
-RESERVED_SLUGS = frozenset({"tags", "categories", "static", "api", "schema", "search", "diagnose", "pagefind", "404"})
+RESERVED_SLUGS = frozenset({"tags", "categories", "static", "api", "schema", "search", "diagnose", "404"})
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,7 @@ class Catalog:
     backlinks: dict[str, tuple[str, ...]]  # slug → slugs whose `related` names it
     caused_by: dict[str, tuple[str, ...]]  # slug → slugs whose `often_causes` names it
     similar: dict[str, tuple[str, ...]]  # slug → entries sharing the most tags
+    synonyms: tuple[tuple[str, ...], ...] = ()  # synonyms.yaml: groups of spellings search treats as one
     warning_count: int = 0
     make_warnings: Callable[[], tuple[Problem, ...]] = field(default=tuple, repr=False, compare=False)
     memo: Memo | None = field(default=None, repr=False, compare=False)  # see `derived`
@@ -137,6 +138,38 @@ def _registry_tags(source: Source, problems: list[Problem]) -> tuple[dict[str, T
                 aliases[spelling] = tag.name
         tags.setdefault(tag.name, tag)
     return dict(sorted(tags.items())), aliases
+
+
+def _registry_synonyms(source: Source, problems: list[Problem]) -> tuple[tuple[str, ...], ...]:
+    """The synonym groups; a spelling that search cannot match, or one already in another group,
+    is an error at its group's line."""
+    from .search import member_terms  # search builds on the catalog
+
+    if source.synonyms is None:
+        return ()
+    path, raw = source.synonyms
+    items, errs = parse_synonyms(raw, path)
+    problems.extend(errs)
+    seen: dict[tuple[str, ...], tuple[int, str]] = {}  # terms → (group, spelling)
+    groups = []
+    for n, (group, (line, col)) in enumerate(items):
+        ok = True
+        for spelling in group.words:
+            terms = member_terms(spelling)
+            if not terms:
+                problems.append(Problem(path, line, col, f"synonym '{spelling}' has no word or identifier search could match"))
+                ok = False
+            elif terms in seen and seen[terms][0] == n:
+                problems.append(Problem(path, line, col, f"synonym '{spelling}' repeats '{seen[terms][1]}': search stems words, so plurals and -ing/-ed forms need no spelling of their own"))
+                ok = False
+            elif terms in seen:
+                problems.append(Problem(path, line, col, f"synonym '{spelling}' is already in the group of '{items[seen[terms][0]][0].words[0]}' (a spelling belongs to one group)"))
+                ok = False
+            else:
+                seen[terms] = (n, spelling)
+        if ok:
+            groups.append(tuple(group.words))
+    return tuple(groups)
 
 
 def _registry_categories(source: Source, problems: list[Problem]) -> dict[str, Category]:
@@ -267,6 +300,7 @@ def build_catalog(
     derived indexes from one build to the next (see `Memo`; the build cache keeps it)."""
     problems: list[Problem] = list(source.problems)
     tags, aliases = _registry_tags(source, problems)
+    synonyms = _registry_synonyms(source, problems)
     categories = _registry_categories(source, problems)
 
     parsed: dict[str, tuple[str, str, Parsed]] = {}
@@ -368,6 +402,7 @@ def build_catalog(
         by_category=by_category,
         backlinks=backlinks,
         caused_by=caused_by,
+        synonyms=synonyms,
         similar=memo.get("similar", lambda: _similar(records, by_tag)) if memo is not None else _similar(records, by_tag),
         warning_count=len(pending),
         make_warnings=make_warnings,

@@ -326,7 +326,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
     p.add_argument("--out", default="site", metavar="DIR", help="output folder (default: site)")
     p.add_argument("--base-url", default=None, metavar="URL", help="absolute URL the site is served from (default: [tool.failpedia] base_url)")
-    p.add_argument("--no-search", action="store_true", help="skip the Pagefind search index (faster; the search page then finds nothing)")
+    p.add_argument("--no-search", action="store_true", help="leave out the search index, search/ (faster; the search page then finds nothing)")
     p.add_argument("--no-cache", action="store_true", help="cold build: neither read nor write the build cache")
     p.add_argument("--cache-dir", default=None, metavar="DIR", help="where the build cache lives (default: .cache/build)")
     p.add_argument("--jobs", type=_at_least_one, default=None, metavar="N", help="worker processes (default: one per core)")

@@ -1,8 +1,5 @@
-"""An entry's searchable text by field, and the camelCase words in it (pure).
-
-search.py ranks and indexes this text; validate.py keeps each entry's camelCase words in its
-`Head`, so the corpus-wide vocabulary is known without loading every full entry again.
-"""
+"""An entry's searchable text by field (pure): search.py indexes it; validate.py keeps a digest
+of it in each entry's `Head`, so a rebuild knows which entries' index terms changed."""
 
 from __future__ import annotations
 
@@ -10,13 +7,10 @@ import re
 
 from .schema import Entry
 
-__all__ = ["CAMEL_RE", "TOKEN_RE", "camel_words", "camel_words_in", "text_fields"]
+__all__ = ["CAMEL_RE", "TOKEN_RE", "text_fields"]
 
 TOKEN_RE = re.compile(r"[A-Za-z0-9_.:/=\-]+")  # identifier-ish runs
 CAMEL_RE = re.compile(r"[a-z][A-Z]")
-# The capital of each hump, found from the capitals: a search for a lower-case letter first
-# stops at nearly every character (0.34 → 0.22 ms per entry).
-_HUMP_RE = re.compile(r"[A-Z](?<=[a-z][A-Z])")
 
 
 def text_fields(e: Entry) -> dict[str, list[str]]:
@@ -35,34 +29,3 @@ def text_fields(e: Entry) -> dict[str, list[str]]:
         "symptoms": [s.signal for s in e.symptoms] + [x for fp in e.fingerprints for x in fp.examples],
         "body": body,
     }
-
-
-_RUN_RE = re.compile(r"[A-Za-z0-9_.:/=\-]*")  # TOKEN_RE's characters, from a position on
-
-
-def camel_words(e: Entry) -> frozenset[str]:
-    """The lower-cased tokens written in camelCase ('PyTorch' → 'pytorch'): alphanumeric, with a
-    lower-to-upper hump."""
-    return camel_words_in("\n".join(s for parts in text_fields(e).values() for s in parts))
-
-
-def camel_words_in(text: str) -> frozenset[str]:
-    """Every TOKEN_RE token of `text` that is alphanumeric and matches CAMEL_RE, lower-cased.
-
-    Found from the humps outwards (a hump lies inside one token; the token runs as far as its
-    characters do on both sides), so only the few tokens with a hump are looked at: 3× faster
-    than testing all of an entry's tokens, which cost a sixth of parsing it. A test compares the
-    two ways."""
-    out: set[str] = set()
-    end, backwards = -1, ""
-    for m in _HUMP_RE.finditer(text):
-        i = m.start() - 1
-        if i < end:  # another hump of the token just taken
-            continue
-        backwards = backwards or text[::-1]
-        start = len(text) - _RUN_RE.match(backwards, len(text) - 1 - i).end()
-        end = _RUN_RE.match(text, i).end()
-        token = text[start:end]
-        if token.isalnum():
-            out.add(token.lower())
-    return frozenset(out)

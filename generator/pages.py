@@ -24,8 +24,7 @@ from .config import Config
 from .gitdates import date_key
 from .diagnose import matcher_spec
 from .schema import STACK_NAMES, Entry, entry_json_schema
-from .search import SearchIndex
-from .searchindex import PAIRS_ON_SEARCH_PAGE, search_doc, search_files, tag_pairs
+from .searchindex import PAIRS_ON_SEARCH_PAGE, search_files, search_files_key, tag_pairs
 
 __all__ = ["Page", "entry_data", "entry_fragments", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages"]
 
@@ -77,13 +76,9 @@ def _card(catalog: Catalog, slug: str) -> dict[str, Any]:
     return {"slug": slug, "url": entry_url(slug), "title": rec.head.title, "summary": rec.head.summary, "tags": rec.tags}
 
 
-def _entry_page(catalog: Catalog, rec: Record, config: Config, dates: dict[str, str], sindex: SearchIndex | None) -> dict[str, Any]:
-    """The costly part of an entry page's context (markdown, highlighting); built when rendered.
-    Without a search index (`build --no-search`) the page has no hidden search block."""
-    ctx = _entry_context(catalog, rec, config, dates)
-    if sindex is not None:
-        ctx["search_doc"] = search_doc(sindex, rec, catalog.categories[rec.category].title)
-    return ctx
+def _entry_page(catalog: Catalog, rec: Record, config: Config, dates: dict[str, str]) -> dict[str, Any]:
+    """The costly part of an entry page's context (markdown, highlighting); built when rendered."""
+    return _entry_context(catalog, rec, config, dates)
 
 
 def entry_fragments(e: Entry) -> dict[str, Any]:
@@ -243,16 +238,6 @@ def _fingerprint_list_json(catalog: Catalog) -> bytes:
         _fingerprints_digest(catalog))
 
 
-def _search_files_key(catalog: Catalog) -> str:
-    """Everything searchindex.search_files reads: the fingerprints, the tags with their counts and
-    spellings, and the categories with theirs."""
-    return hashlib.sha256(repr((
-        _fingerprints_digest(catalog),
-        [(t, len(catalog.by_tag[t])) for t in catalog.tags], sorted(catalog.aliases.items()),
-        [(c.name, c.title, len(catalog.by_category[c.name])) for c in catalog.categories.values()],
-    )).encode()).hexdigest()
-
-
 def _fingerprint_list(catalog: Catalog) -> list[dict[str, Any]]:
     out = []
     for slug, rec in catalog.records.items():
@@ -302,7 +287,7 @@ HOME_COMMON = 8  # entries the home page shows as the most common failures
 
 
 def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None, search: bool = True) -> list[Page]:
-    """Every page of the site, in a stable order. `search=False`: no Pagefind blocks in entry pages."""
+    """Every page of the site, in a stable order. `search=False`: no search index (search/)."""
     dates = dates or {}
     pages: list[Page] = []
     all_slugs = tuple(catalog.records)
@@ -359,18 +344,16 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         {"categories": categories, "tags": sorted(used_tags, key=lambda tn: (-tn[1], tn[0])), "total": len(all_slugs), "title": None},
         cards=common, make=partial(cards_of, common),
     )
-    sindex = SearchIndex.build(catalog)
     pairs = catalog.derived("tag_pairs", tag_pairs)
-    camel = sindex.global_digest()
     for slug, rec in catalog.records.items():
         groups = (rec.head.related, rec.head.often_causes, catalog.caused_by[slug], catalog.backlinks[slug], catalog.similar[slug])
         named = {s for s in (*rec.head.xrefs, *rec.head.mentions) if s in catalog.records}  # their titles show in the text
         linked = tuple(sorted({s for g in groups for s in g} - {slug} | named))
         add(
             f"{slug}/index.html", "entry.html", {"title": rec.head.title, "description": rec.head.summary}, (slug,), cards=linked,
-            make=partial(_entry_page, catalog, rec, config, dates, sindex if search else None),
+            make=partial(_entry_page, catalog, rec, config, dates),
             # the lists of linked entries depend on other entries' tags too: they are part of the key
-            extra=repr((groups, dates.get(_key(rec), ""), camel)),
+            extra=repr((groups, dates.get(_key(rec), ""))),
         )
         # next to its page, so that the worker rendering both unpickles the entry once
         pages.append(Page(f"api/entries/{slug}.json", body=partial(entry_json, rec), entries=(slug,)))
@@ -395,7 +378,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     add(
         "search/index.html",
         "search.html",
-        {"title": "Search", "description": "Search every entry by words, #tags, identifiers or a pasted error line.",
+        {"title": "Search", "description": "Search every entry by words, #tags, identifiers or a pasted error line.", "search_index": search,
          "tags": [{"name": t, "count": n} for t, n in used_tags if n],
          "pairs": [{"name": p.name, "url": tag_url(p.name), "count": len(p.slugs)} for p in sorted(pairs, key=lambda p: (-len(p.slugs), p.name))[:PAIRS_ON_SEARCH_PAGE]]},
         sitemap=False,
@@ -444,7 +427,10 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         _index_items(catalog)
     matcher_key = "\0".join(f"{slug}={rec.head.matcher_key}" for slug, rec in catalog.records.items())
     pages.append(Page("api/fingerprints.json", body=partial(fingerprints_file, catalog), extra=matcher_key))
-    pages.extend(Page(path, body=body, entries=all_slugs) for path, body in catalog.derived("search files", search_files, _search_files_key(catalog)))
+    if search:
+        fp_key = _fingerprints_digest(catalog)
+        files = catalog.derived("search files", lambda c: search_files(c, fingerprints_key=fp_key), search_files_key(catalog, fp_key))
+        pages.extend(Page(path, body=body, entries=all_slugs) for path, body in files)
     pages.append(Page("schema/entry.json", body=json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"))
     return pages
 

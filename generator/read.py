@@ -1,6 +1,7 @@
 """Read: the entries folder on disk → its files' bytes (the IO edge of the pipeline).
 
-Layout: `<root>/tags.yaml`, `<root>/categories.yaml`, `<root>/<category>/<slug>.yaml`.
+Layout: `<root>/tags.yaml`, `<root>/categories.yaml`, optionally `<root>/synonyms.yaml`,
+`<root>/<category>/<slug>.yaml`.
 Layout mistakes (bad names, stray files, symlinks leaving the folder) become Problems.
 """
 
@@ -19,7 +20,8 @@ from .schema import SLUG_RE
 __all__ = ["FileSig", "Source", "file_sig", "read_entry", "read_source"]
 
 FileSig = tuple[int, int, int, int]  # size, mtime and ctime in ns, inode: what a rewrite changes
-REGISTRIES = ("tags.yaml", "categories.yaml")
+REGISTRIES = ("tags.yaml", "categories.yaml", "synonyms.yaml")
+OPTIONAL = ("synonyms.yaml",)  # registries an entries folder may leave out
 MAX_FILES = 200_000  # entry files; twice the largest corpus benchmarked (100,000)
 
 
@@ -36,6 +38,7 @@ class Source:
     entries: tuple[tuple[str, str, str, bytes | None], ...]
     problems: tuple[Problem, ...]
     signatures: dict[str, FileSig] = field(default_factory=dict)  # display path → the file's FileSig when read
+    synonyms: tuple[str, bytes] | None = None  # the optional synonyms.yaml
 
 
 def file_sig(st: os.stat_result) -> FileSig:
@@ -104,6 +107,9 @@ def read_source(root: Path, display_root: str | None = None, known: Mapping[str,
     for name in REGISTRIES:
         display = _display(root, display_root, name)
         if not (root / name).exists():
+            if name in OPTIONAL:
+                registries[name] = None
+                continue
             problems.append(Problem(display, 0, 0, f"missing: the {name[:-5]} registry is required"))
             registries[name] = None
             continue
@@ -163,6 +169,7 @@ def read_source(root: Path, display_root: str | None = None, known: Mapping[str,
         display_root=display_root,
         tags=registries["tags.yaml"],
         categories=registries["categories.yaml"],
+        synonyms=registries["synonyms.yaml"],
         entries=tuple(entries),
         problems=tuple(problems),
         signatures=sigs,

@@ -391,6 +391,14 @@ class Category(_Model):
     """One paragraph shown on the category page."""
 
 
+class SynonymGroup(_Model):
+    """One group in `entries/synonyms.yaml`: spellings search treats as one (words, phrases or
+    identifiers), e.g. `[oom, out of memory]`."""
+
+    words: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=80), AfterValidator(_clean_text), AfterValidator(_one_line)]], Field(min_length=2, max_length=30)]
+    """The spellings; the first names the group."""
+
+
 def entry_json_schema() -> dict[str, Any]:
     """The JSON Schema of one entry file, for editors and `/schema/entry.json`."""
     schema = Entry.model_json_schema()

@@ -1,12 +1,19 @@
 """Search: a query (free text and #tags) → ranked entries of the catalog; `failpedia search`.
 
-The query language, shared with the browser (templates/static/search.js follows the same rules):
+One ranking for both engines: `failpedia search` ranks with `SearchIndex` in memory, the browser
+(templates/static/search.js) with the same index read from search/ (searchindex.py writes it),
+by the same rules, in integers, so both give the same order:
 
 - `#tag` tokens filter: an entry must carry every one (`#ddp #oom`); aliases resolve through the
   tag registry (`#out-of-memory` → `oom`). An unknown tag is an error with a suggestion.
-- The remaining words rank the entries that carry every word (title and quick answer weigh most,
-  then tags, symptoms and fingerprint example lines, then the body). A word no entry contains is
-  ignored, so a pasted log line still finds something.
+- The free text becomes clauses: identifiers, synonym phrases (entries/synonyms.yaml), and the
+  other words, stemmed (`hangs` → `hang`), function words dropped. Every clause must match;
+  when no entry matches them all, the entries that match the most of them rank.
+- A clause's worth in an entry is the best of its matches: the word itself (6), a synonym's
+  group (5), a longer word it starts (3), a word one typo away (2, for words of 5+ letters,
+  only when the word itself is in no entry), each times the term's weight in the entry (title,
+  by how much of it the term covers; then quick answer and tags; then symptoms and fingerprint
+  examples; then the body) and its rarity (idf).
 - Identifiers (`NCCL_BUFFSIZE`, `torch.cuda.OutOfMemoryError`, `c10::DistBackendError`,
   `-9`, `--nproc_per_node`) match whole and exactly (case-insensitively), never split into parts.
   A dotted or `::` path also matches its shorter runs (`OutOfMemoryError` finds
@@ -21,16 +28,17 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import hashlib
 import json
 import math
 import re
 import sys
 from bisect import bisect_left
-from collections import Counter
-from dataclasses import dataclass, field
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from .catalog import Catalog, Record, normalize_tag
 from .entrytext import CAMEL_RE, TOKEN_RE, text_fields
@@ -41,25 +49,27 @@ __all__ = [
     "Hit",
     "Query",
     "SearchIndex",
+    "Synonyms",
+    "alternatives",
+    "doc_terms",
+    "edit1",
+    "fingerprint_scores",
+    "query_clauses",
+    "rank",
+    "stem",
+    "vocab_key",
     "cmd_search",
     "entry_texts",
-    "id_token",
     "identifier_variants",
     "identifiers",
     "is_identifier",
+    "member_terms",
     "parse_query",
     "search",
     "suggest_tags",
 ]
 
 MAX_IDENTIFIER = 80
-# Field weights: the title and quick answer decide most of the ranking (the browser gives
-# Pagefind the same emphasis).
-WEIGHTS = {"title": 10.0, "summary": 5.0, "tags": 4.0, "symptoms": 3.0, "body": 1.0}
-FINGERPRINT_BOOST = 10.0  # a confident fingerprint hit outranks any amount of word matching
-CONFIDENT = 6  # strong or definitive, with its `near` evidence: the pasted text names the entry
-NEAR_MISSING = 0.3  # a hit whose `near` evidence is not in the pasted text counts this much
-LONG_PASTE = 8  # words: a pasted log line rather than a phrase; with a confident hit, it ranks alone
 
 _JOINED_RE = re.compile(r"[A-Za-z0-9][.:/=]+[A-Za-z0-9]")
 _SEP_RE = re.compile(r"([.:/=]+)")
@@ -72,8 +82,6 @@ _OPTION_RE = re.compile(r"--[A-Za-z]")
 _KEEP_DASH_RE = re.compile(r"-\d|--[A-Za-z]")
 _WORD_RE = re.compile(r"[a-z0-9]+")
 _ALNUM_RE = re.compile(r"[A-Za-z0-9]+")
-_ESCAPES = {"q": "qq", "_": "qu", ".": "qd", "-": "qh", ":": "qc", "/": "qs", "=": "qe"}
-_ESCAPE_TABLE = str.maketrans(_ESCAPES)
 
 
 # --- Identifiers ------------------------------------------------------------------------------
@@ -137,12 +145,127 @@ def identifier_variants(token: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def id_token(identifier: str) -> str:
-    """The single alphanumeric word an identifier is indexed as, so Pagefind keeps it whole:
-    'zx' + the lower-case identifier with q _ . - : / = spelled qq qu qd qh qc qs qe, + 'qz'.
-    The end mark keeps Pagefind's prefix matching from finding '-98' for '-9'; the browser
-    leaves it off only for the identifier still being typed."""
-    return "zx" + identifier.lower().translate(_ESCAPE_TABLE) + "qz"
+# --- Words ------------------------------------------------------------------------------------
+
+# Words a query drops (an entry still indexes them, for phrases such as 'out of memory'): function
+# words, and the words any question about a failure has ('error', 'getting', 'fix').
+STOP = frozenset(
+    "a an and are as at be but by can could do does did for from had has have how i if in into is it its "
+    "me my of on or our so that the their then there this to was we what when where which while who why "
+    "will with would you your error get got getting issue problem help fix solv".split()
+)
+_PLURALS = (("ies", "y"), ("sses", "ss"), ("ches", "ch"), ("shes", "sh"), ("xes", "x"), ("zes", "z"))
+_KEEP_S = ("ss", "us", "is")
+
+
+@lru_cache(maxsize=1 << 17)
+def stem(word: str) -> str:
+    """A light English stemmer (search.js has the same): plural, then -ing/-ed, then a final e,
+    then a doubled consonant; words with digits and words of 3 letters or fewer stay as they are.
+    It maps the forms of one word together ('hangs', 'hanging' → 'hang'; 'explode', 'exploding'
+    → 'explod'); it is not meant to make real words."""
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    w = word
+    for suffix, repl in _PLURALS:
+        if w.endswith(suffix):
+            w = w[: -len(suffix)] + repl
+            break
+    else:
+        if w.endswith("s") and not w.endswith(_KEEP_S):
+            w = w[:-1]
+    stripped = False
+    for suffix in ("ing", "ed"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)]
+            stripped = True
+            break
+    if w.endswith("e") and len(w) >= 4:
+        w = w[:-1]
+    if stripped and len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "lsz" and w[-1] not in "aeiou":
+        w = w[:-1]
+    return w
+
+
+def words_of(text: str) -> list[str]:
+    """The stemmed words of a text, in order."""
+    return [stem(w) for w in _WORD_RE.findall(text.lower())]
+
+
+def edit1(a: str, b: str) -> bool:
+    """Whether a and b differ by exactly one insertion, deletion, substitution or swap of two
+    neighbours (search.js has the same)."""
+    la, lb = len(a), len(b)
+    if a == b or abs(la - lb) > 1:
+        return False
+    i = 0
+    while i < min(la, lb) and a[i] == b[i]:
+        i += 1
+    if la == lb:
+        if a[i + 1 :] == b[i + 1 :]:
+            return True
+        return i + 1 < la and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2 :] == b[i + 2 :]
+    return a[i + 1 :] == b[i:] if la > lb else a[i:] == b[i + 1 :]
+
+
+# --- Synonyms ---------------------------------------------------------------------------------
+
+
+def member_terms(spelling: str) -> tuple[str, ...]:
+    """What one synonym spelling is matched as: ('=ident',) for an identifier, else its stemmed
+    words (one word, or a phrase)."""
+    tokens = spelling.split()
+    if len(tokens) == 1:
+        ident = _clean(tokens[0])
+        if is_identifier(ident) and not ident.isalnum():
+            return ("=" + ident.lower(),)
+    return tuple(words_of(spelling))
+
+
+@dataclass(frozen=True)
+class Synonyms:
+    """The synonym groups of entries/synonyms.yaml, compiled: each spelling → its group's term
+    ('~' + the group's first spelling's terms joined by '_')."""
+
+    words: dict[str, str]  # one stemmed word or '=ident' → group term
+    phrases: dict[tuple[str, ...], str]  # two or more stemmed words → group term
+    longest: int  # words in the longest phrase
+
+    @classmethod
+    def of(cls, groups: tuple[tuple[str, ...], ...]) -> "Synonyms":
+        words: dict[str, str] = {}
+        phrases: dict[tuple[str, ...], str] = {}
+        for group in groups:
+            members = [m for m in (member_terms(s) for s in group) if m]
+            if not members:
+                continue
+            term = "~" + "_".join(members[0]).lstrip("=")
+            for m in members:
+                if len(m) == 1:
+                    words.setdefault(m[0], term)
+                else:
+                    phrases.setdefault(m, term)
+        return cls(words, phrases, max((len(p) for p in phrases), default=0))
+
+    def as_json(self) -> dict[str, Any]:
+        return {"words": dict(sorted(self.words.items())), "phrases": sorted([list(p), t] for p, t in self.phrases.items()), "longest": self.longest}
+
+    def in_words(self, words: list[str]) -> tuple[Counter[str], Counter[str]]:
+        """Group terms of the phrases in a word sequence: how often each occurs, and how many
+        words those occurrences cover."""
+        out: Counter[str] = Counter()
+        covered: Counter[str] = Counter()
+        if not self.phrases:
+            return out, covered
+        firsts = {p[0] for p in self.phrases}
+        for i, w in enumerate(words):
+            if w in firsts:
+                for n in range(2, self.longest + 1):
+                    term = self.phrases.get(tuple(words[i : i + n]))
+                    if term:
+                        out[term] += 1
+                        covered[term] += n
+        return out, covered
 
 
 # --- The query --------------------------------------------------------------------------------
@@ -153,8 +276,9 @@ class Query:
     text: str  # as typed
     tags: tuple[str, ...]  # canonical tag names, in order
     free: str  # the text without the #tag tokens
-    words: tuple[str, ...]  # plain words (lower case, identifiers left out)
+    words: tuple[str, ...]  # plain words (lower case, stemmed, identifiers left out)
     idents: tuple[str, ...]  # identifiers (lower case)
+    clauses: tuple[tuple[str, str], ...] = ()  # ('w', stemmed word) | ('i', '=ident') | ('g', group term): each must match
 
 
 def suggest_tags(catalog: Catalog, words: tuple[str, ...] | list[str], limit: int = 6) -> list[str]:
@@ -181,8 +305,9 @@ def _suggest_tag(spelling: str, catalog: Catalog) -> str:
     return f"; tags in use include {', '.join('#' + t for t in popular)}" if popular else ""
 
 
-def parse_query(text: str, catalog: Catalog) -> Query:
-    """Split a query into #tags (resolved; unknown ones raise) and free text."""
+def parse_query(text: str, catalog: Catalog, synonyms: Synonyms | None = None) -> Query:
+    """Split a query into #tags (resolved; unknown ones raise) and free text, and the free text
+    into clauses: identifiers, synonym phrases, and the other words but function words."""
     tags: list[str] = []
     free: list[str] = []
     for token in text.split():
@@ -196,91 +321,137 @@ def parse_query(text: str, catalog: Catalog) -> Query:
         else:
             free.append(token)
     free_text = " ".join(free)
-    idents = identifiers(free_text)
-    plain = TOKEN_RE.sub(lambda m: " " if is_identifier(_clean(m.group())) else m.group(), free_text)
-    words = [_stem(w) for w in _WORD_RE.findall(plain.lower()) if len(w) > 1 or w.isdigit()]
-    return Query(text, tuple(tags), free_text, tuple(dict.fromkeys(words)), tuple(dict.fromkeys(i.lower() for i in idents)))
+    clauses = query_clauses(free_text, synonyms or Synonyms({}, {}, 0))
+    idents = tuple(dict.fromkeys(t[1:] for k, t in clauses if k == "i"))
+    words = tuple(dict.fromkeys(t for k, t in clauses if k == "w"))
+    return Query(text, tuple(tags), free_text, words, idents, clauses)
 
 
-def _stem(word: str) -> str:
-    """Plural to singular, enough for prefix matching ('timeouts' finds 'timeout')."""
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
+def query_clauses(free: str, synonyms: Synonyms) -> tuple[tuple[str, str], ...]:
+    """The clauses of a query's free text (search.js's queryClauses is the same)."""
+    seq: list[tuple[str, str]] = []  # ('i', '=ident') or ('w', stemmed word), in order
+    pos = 0
+    for m in TOKEN_RE.finditer(free):
+        seq += [("w", stem(w)) for w in _WORD_RE.findall(free[pos : m.start()].lower())]
+        pos = m.end()
+        tok = _clean(m.group())
+        if is_identifier(tok) and not tok.isalnum():
+            seq.append(("i", "=" + tok.lower()))
+        else:
+            seq += [("w", stem(w)) for w in _WORD_RE.findall(m.group().lower())]
+    seq += [("w", stem(w)) for w in _WORD_RE.findall(free[pos:].lower())]
+    seq = [(k, t) for k, t in seq if k == "i" or len(t) > 1 or t.isdigit()]
+    out: list[tuple[str, str]] = []
+    i = 0
+    while i < len(seq):
+        for n in range(min(synonyms.longest, len(seq) - i), 1, -1):
+            part = seq[i : i + n]
+            term = synonyms.phrases.get(tuple(t for _, t in part)) if all(k == "w" for k, _ in part) else None
+            if term:
+                out.append(("g", term))
+                i += n
+                break
+        else:
+            out.append(seq[i])
+            i += 1
+    if any(k != "w" or t not in STOP for k, t in out):
+        out = [(k, t) for k, t in out if k != "w" or t not in STOP]
+    return tuple(dict.fromkeys(out))
 
 
 # --- The index --------------------------------------------------------------------------------
 
 
-def entry_texts(rec: Record) -> dict[str, list[str]]:
-    """An entry's searchable text by field, its canonical tags included."""
+def entry_texts(rec: Record, catalog: Catalog) -> dict[str, list[str]]:
+    """An entry's searchable text by field. The title field holds the slug's words too (the
+    entry's short name says what it is about: `device-mismatch`); the tags field, its tags'
+    names and aliases."""
     fields = text_fields(rec.entry)
-    return {"title": fields["title"], "summary": fields["summary"], "tags": [" ".join(rec.tags)],
+    spellings = [s.replace("-", " ") for t in rec.tags for s in (t, *(catalog.tags[t].aliases if t in catalog.tags else ()))]
+    return {"title": [*fields["title"], rec.slug.replace("-", " ")], "summary": fields["summary"], "tags": [" . ".join(spellings)],
             "symptoms": fields["symptoms"], "body": fields["body"]}
 
 
-@dataclass
-class _Doc:
-    words: dict[str, tuple[list[str], Counter[str]]]  # field → (sorted distinct words, counts)
-    idents: Counter[str]  # every lower-case identifier variant → occurrences
+FIELDS = ("title", "summary", "tags", "symptoms", "body")
+# What a match in each field is worth: the title, the quick answer and the tags say what an entry
+# is about; the body only mentions things.
+WEIGHTS = {"title": 10, "summary": 6, "tags": 6, "symptoms": 3, "body": 1}
+EXACT, GROUP, PREFIX, TYPO = 6, 5, 3, 2  # what a clause's match is worth, by kind
+PREFIX_MAX = 16  # terms a word's prefix expands to at most (the most common ones)
+TYPO_MIN = 5  # letters a word needs before a typo in it is forgiven
 
 
-@dataclass
-class SearchIndex:
-    """Per-entry words and identifiers. The corpus-wide part (the camelCase vocabulary) is built
-    at once; an entry's own document only when asked for, so a build that renders a few pages
-    does the work of a few entries."""
-
-    catalog: Catalog
-    camel: frozenset[str] = frozenset()  # words written in camelCase somewhere in the corpus
-    _docs: dict[str, _Doc] = field(default_factory=dict)
-
-    @classmethod
-    def build(cls, catalog: Catalog) -> "SearchIndex":
-        # A word written in camelCase anywhere is an identifier everywhere, so 'PyTorch' also
-        # finds the entries that write 'pytorch'. Each entry's head carries its camelCase words.
-        return cls(catalog, frozenset().union(*(rec.head.camel for rec in catalog.records.values())))
-
-    def doc(self, slug: str) -> _Doc:
-        found = self._docs.get(slug)
-        if found is None:
-            found = self._docs[slug] = self._make_doc(entry_texts(self.catalog.records[slug]))
-        return found
-
-    @property
-    def docs(self) -> dict[str, _Doc]:
-        """Every entry's document (the CLI's ranking needs them all)."""
-        return {slug: self.doc(slug) for slug in self.catalog.records}
-
-    def _make_doc(self, fields: dict[str, list[str]]) -> _Doc:
-        words = {}
-        for f, parts in fields.items():
-            counts = Counter(_WORD_RE.findall("\n".join(parts).lower()))
-            words[f] = (sorted(counts), counts)
-        return _Doc(words, self._idents(fields))
-
-    def _idents(self, fields: dict[str, list[str]]) -> Counter[str]:
-        text = "\n".join(s for parts in fields.values() for s in parts)  # no token spans a newline
-        idents: Counter[str] = Counter()
+def doc_terms(fields: dict[str, list[str]], synonyms: Synonyms) -> dict[str, int]:
+    """One entry's terms → its weight for each (field-weighted, saturating, titles by coverage)."""
+    out: dict[str, float] = {}
+    for f in FIELDS:
+        text = "\n".join(fields[f])  # no token spans a newline
+        seq = words_of(text)
+        counts: Counter[str] = Counter(seq)
         for token, n in Counter(TOKEN_RE.findall(text)).items():
             ident = _identifier_of(token)
             if ident:
                 for variant in identifier_variants(ident):
-                    idents[variant] += n
-        if self.camel:
-            idents.update(w for w in _WORD_RE.findall(text.lower()) if w in self.camel)
-        return idents
+                    if not variant.isalnum():
+                        counts["=" + variant] += n
+        groups, covered = synonyms.in_words(seq)
+        for t, n in list(counts.items()):
+            g = synonyms.words.get(t)
+            if g:
+                groups[g] += n
+                covered[g] += n
+        covered.update(t for t in seq)  # each word covers itself
+        for t, n in groups.items():
+            counts[t] += n
+        length = max(len(seq), 1)
+        for t, n in counts.items():
+            if not n:
+                continue
+            value = n / (n + 1.0)
+            if f == "title":
+                value = 0.5 + 0.5 * min(1.0, covered[t] / length)
+            out[t] = out.get(t, 0.0) + WEIGHTS[f] * value
+    return {t: round(100 * v) for t, v in out.items()}
 
-    def global_digest(self) -> str:
-        """What, besides an entry itself, decides its identifier words: the corpus's camelCase
-        vocabulary. A build cache keys entry pages on it."""
-        return hashlib.sha256("\n".join(sorted(self.camel)).encode()).hexdigest()
 
-    def id_tokens(self, slug: str, repeat: int = 1) -> list[str]:
-        """The identifier words Pagefind indexes for one entry (repeated by use, at most `repeat`)."""
-        found = self._docs.get(slug)
-        idents = found.idents if found is not None else self._idents(entry_texts(self.catalog.records[slug]))  # no words needed
-        return [id_token(i) for i, n in sorted(idents.items()) for _ in range(min(n, repeat))]
+def vocab_key(term: str) -> str:
+    """Which vocabulary shard holds a term: its first character for a word (so that its
+    prefixes and its one-typo neighbours share the shard), 'i'/'g' + the code of the next
+    character for an identifier or a group."""
+    if term[0].isalnum():
+        return term[0]
+    return ("i" if term[0] == "=" else "g") + format(ord(term[1]), "x")
+
+
+@dataclass
+class SearchIndex:
+    """The search index both engines rank with: `failpedia search` holds it in memory, the
+    browser reads the same data from search/ (searchindex.py writes it).
+
+    docs: doc id → slug (sorted), with its category and tags (in the entry's order) for filters.
+    terms: term → (idf × 100, [(doc id, weight), ...] by doc id)."""
+
+    catalog: Catalog
+    synonyms: Synonyms
+    slugs: list[str]
+    terms: dict[str, tuple[int, list[tuple[int, int]]]]
+    vocab: dict[str, list[str]]  # vocab_key → its terms, sorted
+
+    @classmethod
+    def build(cls, catalog: Catalog, per_entry: Callable[[str], dict[str, int]] | None = None) -> "SearchIndex":
+        synonyms = Synonyms.of(catalog.synonyms)
+        slugs = sorted(catalog.records)
+        make = per_entry or (lambda slug: doc_terms(entry_texts(catalog.records[slug], catalog), synonyms))
+        postings: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
+        for doc, slug in enumerate(slugs):
+            for t, w in make(slug).items():
+                postings[t].append((doc, w))
+        n = len(slugs)
+        terms = {t: (round(100 * math.log(1 + n / len(p))), p) for t, p in sorted(postings.items())}
+        vocab: dict[str, list[str]] = {}
+        for t in terms:
+            vocab.setdefault(vocab_key(t), []).append(t)
+        return cls(catalog, synonyms, slugs, terms, vocab)
 
 
 # --- Ranking ----------------------------------------------------------------------------------
@@ -289,22 +460,45 @@ class SearchIndex:
 @dataclass(frozen=True)
 class Hit:
     slug: str
-    score: float
-    fingerprint: bool = False  # found by a fingerprint of the pasted text
+    score: int
+    fingerprint: bool = False  # found by a confident fingerprint of the pasted text
 
 
-def _term_score(doc: _Doc, word: str) -> float:
-    """Field-weighted, saturating count of the words that start with `word` (like Pagefind)."""
-    score = 0.0
-    for f, (keys, counts) in doc.words.items():
-        tf = 0
-        i = bisect_left(keys, word)
-        while i < len(keys) and keys[i].startswith(word):
-            tf += counts[keys[i]]
-            i += 1
-        if tf:
-            score += WEIGHTS[f] * tf / (tf + 1.0)
-    return score
+def alternatives(clause: tuple[str, str], synonyms: Synonyms, vocab: list[str], has: Callable[[str], bool]) -> list[tuple[str, int]]:
+    """The terms a clause matches, with what each is worth (search.js's alternatives is the same).
+    `vocab`: the sorted terms of the clause's vocabulary shard."""
+    kind, term = clause
+    if kind == "g":
+        return [(term, EXACT)] if has(term) else []
+    out: list[tuple[str, int]] = [(term, EXACT)] if has(term) else []
+    group = synonyms.words.get(term)
+    if group and has(group):
+        out.append((group, GROUP))
+    if kind == "w":
+        if len(term) >= 3:
+            i = bisect_left(vocab, term)
+            longer = []
+            while i < len(vocab) and vocab[i].startswith(term):
+                if vocab[i] != term:
+                    longer.append(vocab[i])
+                i += 1
+            out += [(t, PREFIX) for t in longer[:PREFIX_MAX]]
+        if not out and len(term) >= TYPO_MIN and term.isalpha():
+            out += [(t, TYPO) for t in vocab if len(t) >= TYPO_MIN - 1 and edit1(term, t)][:PREFIX_MAX]
+    return out
+
+
+def clause_scores(index: SearchIndex, clause: tuple[str, str]) -> dict[int, int]:
+    """doc id → what the clause is worth in it (the best of its alternatives)."""
+    vocab = index.vocab.get(vocab_key(clause[1]), [])
+    out: dict[int, int] = {}
+    for term, factor in alternatives(clause, index.synonyms, vocab, index.terms.__contains__):
+        idf, postings = index.terms[term]
+        for doc, w in postings:
+            s = factor * w * idf
+            if s > out.get(doc, 0):
+                out[doc] = s
+    return out
 
 
 def _looks_pasted(text: str) -> bool:
@@ -312,11 +506,14 @@ def _looks_pasted(text: str) -> bool:
     return len(_ALNUM_RE.findall(text)) >= 3 or len(text) >= 24
 
 
-def _fingerprint_scores(catalog: Catalog, text: str) -> dict[str, float]:
+def fingerprint_scores(catalog: Catalog, text: str) -> dict[str, tuple[int, bool]]:
+    """slug → (score, confident) of the entries whose fingerprints match the pasted text: each
+    hit is worth 10 × its strength's score (3 × when its `near` evidence is missing); an entry,
+    10 × its best hit + its others. Confident: the best is strong or definitive, with its near."""
     lines = [line[:MAX_LINE] for line in text.splitlines() if line.strip()]
     if not lines:
         return {}
-    out: dict[str, float] = {}
+    out: dict[str, tuple[int, bool]] = {}
     for slug, rec in catalog.records.items():
         scores = []
         for fp in rec.head.fingerprints:
@@ -328,53 +525,61 @@ def _fingerprint_scores(catalog: Catalog, text: str) -> dict[str, float]:
             if fp.near:
                 near_re = compile_pattern(fp.near)
                 near = any(near_re.search(line) and abs(i - h) <= fp.window for h in hits for i, line in enumerate(lines))
-            scores.append(fp.score * (1.0 if near else NEAR_MISSING))
+            scores.append(fp.score * (10 if near else 3))
         if scores:
             scores.sort(reverse=True)
-            # Weak hits (supporting, or `near` missing) only nudge the word ranking.
-            boost = FINGERPRINT_BOOST if scores[0] >= CONFIDENT else 1.0
-            out[slug] = boost * (scores[0] + 0.1 * sum(scores[1:]))
+            out[slug] = (10 * scores[0] + sum(scores[1:]), scores[0] >= 10 * CONFIDENT)
     return out
 
 
-def _text_scores(index: SearchIndex, pool: list[str], query: Query) -> dict[str, float]:
-    """Entries of the pool that hold every live word and identifier, with their scores. A word or
-    identifier no entry holds is not live (it is ignored, as Pagefind ignores it)."""
-    docs = index.docs
-    n = max(len(docs), 1)
-    terms: list[dict[str, float]] = []
-    for w in query.words:
-        found = {slug: s for slug, d in docs.items() if (s := _term_score(d, w))}
-        terms += [{slug: s * math.log(1 + n / len(found)) for slug, s in found.items()}] if found else []
-    for i in query.idents:
-        found = {slug: min(d.idents[i], 3) / 3 for slug, d in docs.items() if i in d.idents}
-        terms += [{slug: 8.0 * s * math.log(1 + n / len(found)) for slug, s in found.items()}] if found else []
-    if not terms:
-        return {}
-    return {slug: sum(t[slug] for t in terms) for slug in pool if all(slug in t for t in terms)}
+CONFIDENT = 6  # strength score of strong: a hit this strong, with its `near`, names the entry
+LONG_PASTE = 8  # words: a pasted log line rather than a phrase; with a confident hit, it ranks alone
+WEAK_NUDGE = 300  # a weak fingerprint hit adds its score times this to the word score (a few % of a good word match)
+
+
+def rank(index: SearchIndex, clauses: tuple[tuple[str, str], ...], pool: list[int], fps: dict[int, tuple[int, bool]], tag_rank: dict[int, int] | None) -> list[tuple[int, int, int]]:
+    """(doc, confident fingerprint score, word score) best first; search.js's rank is the same.
+
+    Every live clause must match (a clause no entry matches is not live); when no entry matches
+    them all, the entries that match the most of them. Confident fingerprint hits come first."""
+    allowed = set(pool)
+    found = [s for s in (clause_scores(index, c) for c in clauses) if s]
+    scores: dict[int, int] = {}
+    if found:
+        cover: dict[int, int] = {}
+        for s in found:
+            for doc, v in s.items():
+                if doc in allowed:
+                    cover[doc] = cover.get(doc, 0) + 1
+                    scores[doc] = scores.get(doc, 0) + v
+        best = max(cover.values(), default=0)
+        scores = {d: v for d, v in scores.items() if cover[d] == best}
+    elif tag_rank is not None:
+        scores = {d: tag_rank[d] for d in pool}
+    for doc, (s, confident) in fps.items():
+        if doc in allowed and not confident:
+            scores[doc] = scores.get(doc, 0) + s * WEAK_NUDGE
+    rows = [(doc, fps[doc][0] if doc in fps and fps[doc][1] else 0, v) for doc, v in scores.items()]
+    rows += [(doc, s, 0) for doc, (s, confident) in fps.items() if confident and doc in allowed and doc not in scores]
+    return sorted(rows, key=lambda r: (-r[1], -r[2], r[0]))
 
 
 def search(index: SearchIndex, query: Query) -> list[Hit]:
     """Entries that carry every query tag, ranked best first (ties by slug)."""
     catalog = index.catalog
-    pool = [s for s, r in catalog.records.items() if all(t in r.tags for t in query.tags)]
-    fp = _fingerprint_scores(catalog, query.free) if _looks_pasted(query.free) else {}
+    ids = {slug: i for i, slug in enumerate(index.slugs)}
+    pool = [ids[s] for s in index.slugs if all(t in catalog.records[s].tags for t in query.tags)]
+    fp = fingerprint_scores(catalog, query.free) if _looks_pasted(query.free) else {}
+    fps = {ids[s]: v for s, v in fp.items()}
     # A long pasted line that names its entries: its other words would only add noise.
-    textual = not (len(_ALNUM_RE.findall(query.free)) >= LONG_PASTE and any(s >= FINGERPRINT_BOOST * CONFIDENT for s in fp.values()))
-
-    scores: dict[str, float] = {}
-    if textual and (query.words or query.idents):
-        scores = _text_scores(index, pool, query)
-    elif textual and query.tags:
+    textual = not (len(_ALNUM_RE.findall(query.free)) >= LONG_PASTE and any(c for _, c in fp.values()))
+    clauses = query.clauses if textual else ()
+    tag_rank = None
+    if textual and query.tags and not query.clauses:
         # Tags alone: entries where the tags come first in the tag list are the most about them.
-        for slug in pool:
-            tags = catalog.records[slug].tags
-            scores[slug] = sum(1.0 / (1 + tags.index(t)) for t in query.tags)
-    for slug, s in fp.items():
-        if slug in pool:
-            scores[slug] = scores.get(slug, 0.0) + s
-    hits = [Hit(slug, round(s, 3), slug in fp) for slug, s in scores.items()]
-    return sorted(hits, key=lambda h: (-h.score, h.slug))
+        tag_rank = {d: sum(1000 // (1 + catalog.records[index.slugs[d]].tags.index(t)) for t in query.tags) for d in pool}
+    rows = rank(index, clauses, pool, fps, tag_rank)
+    return [Hit(index.slugs[d], c * 10**9 + v if c else v, bool(c)) for d, c, v in rows]
 
 
 # --- The command ------------------------------------------------------------------------------
@@ -398,8 +603,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         errors = sum(p.severity == "error" for p in e.problems)
         raise SetupError(f"cannot search: the entries in {enc.entries} have {errors} error{'s' * (errors != 1)}; run 'failpedia check' to see them") from None
     config = load_config(enc.project)
-    query = parse_query(text, catalog)
-    hits = search(SearchIndex.build(catalog), query)[: args.top]
+    index = SearchIndex.build(catalog)
+    query = parse_query(text, catalog, index.synonyms)
+    hits = search(index, query)[: args.top]
     results = [
         {"slug": h.slug, "title": catalog.records[h.slug].head.title, "url": config.base_url + entry_url(h.slug), "score": h.score, "tags": list(catalog.records[h.slug].tags)}
         for h in hits

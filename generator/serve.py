@@ -2,10 +2,8 @@
 reload the open browser tabs whose pages changed.
 
 Each rebuild calls `build.build()` (so it gains whatever caching the pipeline gains) into the
-normal output folder, with `pagefind=False`: the site is updated in place and served at once,
-and Pagefind indexes it in a background thread into `.pagefind-next/`, swapped in for
-`pagefind/` when done (an index of a site that changed meanwhile is thrown away). A failed
-rebuild leaves the last good site in place: the terminal prints the problems, and the browser
+normal output folder: the site, its search index included, is updated in place and served at
+once. A failed rebuild leaves the last good site in place: the terminal prints the problems, and the browser
 shows them in an overlay until they are fixed.
 
 Served-only additions, never written into the site: every HTML response gets
@@ -23,10 +21,8 @@ import http.server
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -38,7 +34,6 @@ from urllib.parse import urlsplit
 from .config import Config
 from .problems import BuildFailed, FailpediaError, Problem, SetupError, UsageError
 from .config import TEMPLATES
-from .indexer import INDEX_DIR, INDEX_DIRS, NEXT_INDEX_DIR
 
 __all__ = ["BuildState", "Builder", "DevServer", "cmd_serve", "inject_reload"]
 
@@ -78,14 +73,11 @@ class BuildState:
 
 def _digest_tree(root: Path, known: dict[str, tuple[tuple[int, int, int], str]]) -> dict[str, tuple[tuple[int, int, int], str]]:
     """Every site file → (its inode, size and mtime; a digest of its content). Files whose stat
-    is in `known` are not read again: a rebuild rewrites a few dozen of a site's files. The
-    search index is left out (it is replaced in the background, not by a build)."""
+    is in `known` are not read again: a rebuild rewrites a few dozen of a site's files."""
     out: dict[str, tuple[tuple[int, int, int], str]] = {}
     if not root.is_dir():
         return out
     for dirpath, dirs, files in os.walk(root):
-        if dirpath == str(root):
-            dirs[:] = [d for d in dirs if d not in INDEX_DIRS]
         for name in files:
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(path, root).replace(os.sep, "/")
@@ -121,16 +113,8 @@ class Builder:
         self.state = BuildState()
         self.changed = threading.Condition()
         self.stopping = False
-        self._lock = threading.Lock()  # one build, or one index swap, at a time
+        self._lock = threading.Lock()  # one build at a time
         self._tree = _digest_tree(out, {})
-        # The search index is made after each good build, in the background (Pagefind takes
-        # minutes at 10,000 entries): generation counts good builds; an index made from an
-        # older generation's site is thrown away, and the latest is indexed next.
-        self._index_lock = threading.Lock()
-        self._generation = self._index_wanted = self._index_done = 0
-        self._indexing = False
-        self._entry_count = 0
-        self._pagefind: subprocess.Popen[str] | None = None  # the running index, stopped with the server
 
     def rebuild(self) -> BuildState:
         from .build import build
@@ -140,7 +124,7 @@ class Builder:
             start = time.monotonic()
             static_files.cache_clear()  # a template's static file may have changed on disk
             try:
-                result = build(self.entries, self.out, self.config, self.templates, cache_dir=self.cache_dir, pagefind=False)
+                result = build(self.entries, self.out, self.config, self.templates, cache_dir=self.cache_dir)
             except BuildFailed as e:
                 state = BuildState(self.state.build + 1, False, tuple(e.problems), (), time.monotonic() - start)
             except Exception as e:  # the server must survive any failed build; it reports it instead
@@ -150,72 +134,15 @@ class Builder:
                 changed = sorted(p for p in tree.keys() | self._tree.keys() if tree.get(p, ("", ""))[1] != self._tree.get(p, ("", ""))[1])
                 self._tree = tree
                 state = BuildState(self.state.build + 1, True, (), tuple(changed), time.monotonic() - start, result.warnings)
-                self._entry_count = result.entries
-                if changed or not (self.out / INDEX_DIR / "pagefind.js").is_file():
-                    self._generation += 1
             with self.changed:
                 self.state = state
                 self.changed.notify_all()
-        if state.ok:
-            self._index_later()
         return state
-
-    def _index_later(self) -> None:
-        with self._index_lock:
-            if self._index_wanted == self._generation or self.stopping:
-                return
-            self._index_wanted = self._generation
-            if self._indexing:
-                return  # the running indexer picks the new generation up when it is done
-            self._indexing = True
-        threading.Thread(target=self._index_loop, daemon=True).start()
-
-    def _index_loop(self) -> None:
-        from .indexer import run_pagefind, swap_in_next_index
-
-        while True:
-            with self._index_lock:
-                generation, count = self._index_wanted, self._entry_count
-                if generation == self._index_done or self.stopping:
-                    self._indexing = False
-                    return
-            start = time.monotonic()
-            try:
-                shutil.rmtree(self.out / NEXT_INDEX_DIR, ignore_errors=True)
-                run_pagefind(self.out, count, subdir=NEXT_INDEX_DIR, started=self._started)
-                error = None
-            except Exception as e:  # reported; the served site keeps its last index
-                error = e
-            with self._lock:  # no build is writing the site
-                current = generation == self._generation
-                try:
-                    if error is None and current:
-                        swap_in_next_index(self.out)
-                    else:
-                        shutil.rmtree(self.out / NEXT_INDEX_DIR, ignore_errors=True)
-                except OSError as e:  # the site folder moved or vanished under the server
-                    error = e
-            if current and not self.stopping:
-                self.log(f"search index not updated: {error}" if error is not None
-                         else f"search index updated in {time.monotonic() - start:.1f} s ({count} entries)")
-            with self._index_lock:
-                self._index_done = generation
-
-    def _started(self, proc: subprocess.Popen[str]) -> None:
-        with self._index_lock:
-            self._pagefind = proc
-            stopping = self.stopping
-        if stopping:
-            proc.terminate()
 
     def stop(self) -> None:
         with self.changed:
             self.stopping = True
             self.changed.notify_all()
-        with self._index_lock:
-            proc = self._pagefind
-        if proc is not None and proc.poll() is None:
-            proc.terminate()  # Pagefind holds gigabytes at 10,000 entries: it must not outlive the server
 
 
 def inject_reload(html: bytes) -> bytes:

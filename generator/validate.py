@@ -16,11 +16,11 @@ from typing import Any, NamedTuple, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from .entrytext import camel_words
+from .entrytext import text_fields
 from .load import LoadError, Loaded, PackedPositions, load_yaml, shown
 from .patterns import MAX_LINE, check_pattern, compile_pattern, plain_number, required_literals
 from .problems import Problem
-from .schema import STRENGTH_SCORE, Category, Entry, Fingerprint, Language, Tag
+from .schema import STRENGTH_SCORE, Category, Entry, Fingerprint, Language, SynonymGroup, Tag
 
 __all__ = ["FingerprintHead", "Head", "Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "suggest"]
 
@@ -70,11 +70,11 @@ class Head:
     xrefs: tuple[str, ...]  # what the text names in [[...]] (checked: each must be an entry)
     mentions: tuple[str, ...]  # slug-shaped words of its prose: the entries among them become links
     fingerprints: tuple[FingerprintHead, ...]
-    camel: frozenset[str]  # entrytext.camel_words
     # Digests made here, once per version of the file: of the fingerprints, and of everything the
     # entry puts in api/fingerprints.json. A rebuild compares them instead of the data.
     fingerprints_key: str
     matcher_key: str
+    text_key: str  # of the searchable text (entrytext.text_fields): what the search index holds of it
 
     @classmethod
     def of(cls, e: Entry) -> "Head":
@@ -84,7 +84,7 @@ class Head:
         matcher_key = _digest(repr((e.title, e.summary, e.fix.summary, first_steps, tuple(e.often_causes), fingerprints_key)))
         xrefs, mentions = cross_references(e)
         return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary, first_steps, xrefs, mentions,
-                   fingerprints, camel_words(e), fingerprints_key, matcher_key)
+                   fingerprints, fingerprints_key, matcher_key, _digest(repr(sorted(text_fields(e).items()))))
 
 
 def cross_references(e: Entry) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -355,6 +355,10 @@ def _parse_list(model: type[M], raw: bytes, path: str, key: str) -> tuple[list[t
 
 def parse_tags(raw: bytes, path: str) -> tuple[list[tuple[Tag, tuple[int, int]]], list[Problem]]:
     return _parse_list(Tag, raw, path, "tags")
+
+
+def parse_synonyms(raw: bytes, path: str) -> tuple[list[tuple[SynonymGroup, tuple[int, int]]], list[Problem]]:
+    return _parse_list(SynonymGroup, raw, path, "synonyms")
 
 
 def parse_categories(raw: bytes, path: str) -> tuple[list[tuple[Category, tuple[int, int]]], list[Problem]]:

@@ -50,7 +50,7 @@ def _umask() -> int:
 
 
 class SiteWriter:
-    def __init__(self, out: Path, update: bool = False, keep: tuple[str, ...] = ()) -> None:
+    def __init__(self, out: Path, update: bool = False) -> None:
         self.out = out.resolve() if out.exists() else out.absolute()
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.update = update and self.out.is_dir()
@@ -61,7 +61,6 @@ class SiteWriter:
         self.spellings: dict[str, str] | None = None  # lower-cased path or folder → the spelling written (see _claim)
         self.folders: set[str] = set()  # folders made for links so far
         self._cleanup: threading.Thread | None = None
-        self.keep = frozenset(keep)  # top-level names an update leaves alone (a search index made later)
 
     def add(self, rel: str, content: str | bytes) -> None:
         data = content.encode("utf-8") if isinstance(content, str) else content
@@ -168,9 +167,7 @@ class SiteWriter:
         with os.scandir(folder) as it:
             for item in it:
                 sub = f"{rel}/{item.name}" if rel else item.name
-                if sub in self.keep:
-                    empty = False
-                elif item.is_dir(follow_symlinks=False):
+                if item.is_dir(follow_symlinks=False):
                     if self._sweep(item.path, sub):
                         os.rmdir(item.path)
                     else:

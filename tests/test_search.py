@@ -1,11 +1,10 @@
 """Search: the query language, identifiers, ranking, `failpedia search`, and what the build emits
-for the browser (tag-pair pages, the search page, Pagefind's index and its failures)."""
+for the browser (tag-pair pages, the search page, the index under search/)."""
 
 from __future__ import annotations
 
 import json
 import re
-import stat
 from pathlib import Path
 
 import pytest
@@ -102,7 +101,7 @@ def test_identifier_rules(token: str, expected: bool) -> None:
 
 
 def test_identifiers_are_found_whole_and_by_their_shorter_runs() -> None:
-    from generator.search import id_token, identifier_variants, identifiers
+    from generator.search import identifier_variants, identifiers
 
     text = "raise torch.cuda.OutOfMemoryError: (NCCL_BUFFSIZE=4194304), exit code -9, c10::DistBackendError."
     assert identifiers(text) == ["torch.cuda.OutOfMemoryError", "NCCL_BUFFSIZE=4194304", "-9", "c10::DistBackendError"]
@@ -111,11 +110,6 @@ def test_identifiers_are_found_whole_and_by_their_shorter_runs() -> None:
     }
     assert "nccl_buffsize" in identifier_variants("NCCL_BUFFSIZE=4194304")
     assert "c10" in identifier_variants("c10::DistBackendError")
-    # One alphanumeric word each, distinct for distinct identifiers, and never a prefix of another.
-    assert re.fullmatch(r"zx[a-z0-9]+", id_token("c10::DistBackendError"))
-    assert id_token("a_b") != id_token("aub") != id_token("a.b")
-    assert not id_token("entry:ab:").startswith(id_token("entry:a:"))
-    assert not id_token("-98").startswith(id_token("-9"))  # Pagefind matches prefixes
 
 
 # --- The command ------------------------------------------------------------------------------
@@ -207,6 +201,56 @@ def test_usage_errors_and_broken_entries(run_cli, entries: Path) -> None:
     assert "Traceback" not in err
 
 
+# --- Words, synonyms, typos ---------------------------------------------------------------------
+
+
+def test_word_forms_stem_together_and_one_typo_is_forgiven() -> None:
+    from generator.search import edit1, stem
+
+    assert stem("hang") == stem("hangs") == stem("hanging") == "hang"
+    assert stem("explode") == stem("exploding") == stem("explodes") == "explod"
+    assert stem("timeouts") == "timeout" and stem("losses") == "loss" and stem("batches") == "batch"
+    assert stem("padding") == stem("padded") == "pad" and stem("killed") == "kill"
+    assert stem("fp16") == "fp16" and stem("oom") == "oom" and stem("status") == "status"
+    assert edit1("gardient", "gradient") and edit1("wachdog", "watchdog") and edit1("bucket", "buckets")
+    assert edit1("bucket", "bocket") and not edit1("bucket", "bucket") and not edit1("bucket", "bkcuet")
+
+
+def test_prefixes_synonyms_and_typos_find_entries(run_cli, entries: Path) -> None:
+    (entries / "synonyms.yaml").write_text("synonyms:\n  - words: [stall, watchdog]\n  - words: [oom, out of memory]\n")
+    assert _slugs(run_cli, entries, "watchd")[0] == "nccl-hang"  # a word being typed
+    assert _slugs(run_cli, entries, "wachdog")[0] == "nccl-hang"  # one typo in a long word
+    assert _slugs(run_cli, entries, "stall")[0] == "nccl-hang"  # a synonym
+    assert _slugs(run_cli, entries, "zzqq wachdog") == _slugs(run_cli, entries, "wachdog")  # a word no entry has is dropped
+    # the entries that say "OOM" are found by the phrase, and the one that says "out of memory" by the word
+    assert set(_slugs(run_cli, entries, "out of memory")) >= {"ddp-oom", "gpu-oom"}
+    assert "ddp-oom" in _slugs(run_cli, entries, "oom") and "ddp-oom" in _slugs(run_cli, entries, "runs out of memory")
+    assert _slugs(run_cli, entries, "NCCL_BUFSIZE") == []  # identifiers match whole: no typo, no prefix
+
+
+def test_the_entry_about_a_thing_outranks_those_that_mention_it(run_cli, entries: Path) -> None:
+    # "bucket": ddp-oom has it in its quick answer, ddp-slow in its quick answer and body, ddp-unused in the body only
+    slugs = _slugs(run_cli, entries, "bucket")
+    assert slugs.index("ddp-unused") > min(slugs.index("ddp-oom"), slugs.index("ddp-slow"))
+    assert _slugs(run_cli, entries, "unused parameters")[0] == "ddp-unused"  # title and slug
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("synonyms:\n  - words: [oom, out of memory]\n  - words: [hang, OOM]\n", "synonyms.yaml:3:5: error: synonym 'OOM' is already in the group of 'oom'"),
+        ("synonyms:\n  - words: [hang, hangs]\n", "synonyms.yaml:2:5: error: synonym 'hangs' repeats 'hang': search stems words"),
+        ("synonyms:\n  - words: [hang, '!!']\n", "synonyms.yaml:2:5: error: synonym '!!' has no word or identifier search could match"),
+        ("synonyms:\n  - words: [hang]\n", "synonyms.yaml:2:12"),
+        ("words: [a, b]\n", "synonyms.yaml:1:1: error: expected a mapping with a single key 'synonyms' holding a list"),
+    ],
+)
+def test_the_synonyms_registry_is_checked(run_cli, entries: Path, text: str, message: str) -> None:
+    (entries / "synonyms.yaml").write_text(text)
+    code, out, err = run_cli("check", "--entries", str(entries))
+    assert code == 1 and message in out + err, out + err
+
+
 # --- What the build emits ---------------------------------------------------------------------
 
 
@@ -244,18 +288,23 @@ def test_every_tag_is_two_clicks_from_every_page(site: Path) -> None:
         assert re.search(r'<form class="site-search" role="search" action="[./]*search/" method="get">', html) or 'id="search-q"' in html, page
 
 
-def test_entry_pages_carry_what_pagefind_indexes(site: Path) -> None:
-    from generator.search import id_token
-
+def test_the_site_carries_the_index_search_js_reads(site: Path) -> None:
     html = (site / "ddp-oom/index.html").read_text()
-    assert '<main id="main" data-pagefind-body>' in html
-    for attr in ('data-pagefind-filter="category:distributed"', 'data-pagefind-filter="tag:ddp"', 'data-pagefind-meta="tags:ddp oom nccl"'):
-        assert attr in html
-    assert id_token("NCCL_BUFFSIZE") in html and id_token("bucket_cap_mb") in html
-    assert "data-pagefind-body" not in (site / "tags/ddp/index.html").read_text()
-    assert (site / "pagefind/pagefind.js").is_file() and (site / "pagefind/pagefind-entry.json").is_file()
+    assert "data-pagefind" not in html and "search-doc" not in html and not (site / "pagefind").exists()
     meta = json.loads((site / "search/meta.json").read_text())
     assert meta["aliases"]["out-of-memory"] == "oom" and meta["tags"][0] == ["ddp", 4]
+    assert meta["docs"] == 5 and set(meta["rank"]) >= {"exact", "group", "prefix", "typo"}
+    docs = json.loads((site / "search/docs.json").read_text())
+    slugs = sorted(["ddp-oom", "gpu-oom", "nccl-hang", "ddp-unused", "ddp-slow"])
+    first = json.loads((site / "search/doc/0.json").read_text())
+    assert first["slug"] == slugs[0] and first["title"] and first["text"] and len(docs["tags"]) == len(docs["cat"]) == 5
+    # every term of every vocabulary shard has its postings in the chunk the shard names
+    for key in meta["vocab"]:
+        shard = json.loads((site / f"search/v/{key}.json").read_text())
+        for term, chunk in zip(shard["t"], shard["c"]):
+            assert term in json.loads((site / f"search/p/{chunk}.json").read_text()), term
+    bucket = json.loads((site / "search/v/b.json").read_text())
+    assert "bucket" in bucket["t"] and "=bucket_cap_mb" in json.loads((site / "search/v/i62.json").read_text())["t"]
 
 
 def test_every_fingerprint_is_in_a_shard_its_lines_load(tmp_path: Path) -> None:
@@ -281,78 +330,18 @@ def test_every_fingerprint_is_in_a_shard_its_lines_load(tmp_path: Path) -> None:
     data = {path: json.loads(text) for path, text in search_files(catalog)}
     shards = data["search/meta.json"]["fp_shards"]
     assert shards > 1
+    ids = {slug: i for i, slug in enumerate(sorted(catalog.records))}  # the records name entries by doc id
     for slug, rec in catalog.records.items():
         for fp in rec.entry.fingerprints:
             for line in fp.examples:
                 words = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", line)}
                 loaded = ["search/fp/any.json"] + [f"search/fp/{shard_of(w, shards)}.json" for w in words]
                 held = {(s, r[1]) for path in loaded for r in data[path]["fingerprints"] for s in r[0]}
-                assert (slug, fp.pattern) in held, (slug, fp.pattern, line)
+                assert (ids[slug], fp.pattern) in held, (slug, fp.pattern, line)
 
 
 def test_no_search_skips_the_index(run_cli, entries: Path, tmp_path: Path) -> None:
     out = tmp_path / "quick"
     code, _, err = run_cli("build", "--entries", str(entries), "--out", str(out), "--no-search")
     assert code == 0, err
-    assert (out / "search/index.html").is_file() and not (out / "pagefind").exists()
-
-
-def _fake_pagefind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, script: str) -> None:
-    exe = tmp_path / "fake-pagefind"
-    exe.write_text("#!/bin/sh\n" + script)
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    import pagefind_bin
-
-    monkeypatch.setattr(pagefind_bin, "get_executable", lambda: exe)
-
-
-@pytest.mark.parametrize(
-    ("script", "message"),
-    [
-        ("echo 'Error: could not parse the site' >&2\nexit 3\n", "search indexing failed: Pagefind exited with status 3:\nError: could not parse the site"),
-        ("echo 'Indexed 2 pages'\nexit 0\n", "search indexing failed: Pagefind indexed 2 pages, expected 5 entries"),
-    ],
-)
-def test_a_failed_index_fails_the_build_and_keeps_the_old_site(
-    run_cli, entries: Path, site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, message: str
-) -> None:
-    from sitecheck import tree_digest
-
-    before = tree_digest(site)
-    _fake_pagefind(monkeypatch, tmp_path, script)
-    # a real change, so that no build cache can skip the work
-    (entries / "distributed/ddp-slow.yaml").write_text((entries / "distributed/ddp-slow.yaml").read_text().replace("overlaps", "overlaps well"))
-    code, _, err = run_cli("build", "--entries", str(entries), "--out", str(site))
-    assert code == 1
-    assert err.startswith("failpedia: error: " + message)
-    assert "Traceback" not in err
-    assert tree_digest(site) == before
-    assert not [p for p in site.parent.iterdir() if p.name.startswith(".site-")]
-
-
-def test_an_unknown_pagefind_format_is_a_clear_error(site: Path) -> None:
-    from generator.indexer import canonicalize
-    from generator.problems import FailpediaError
-
-    chunk = next((site / "pagefind/filter").iterdir())
-    chunk.write_bytes(b"not gzip")
-    with pytest.raises(FailpediaError, match=r"cannot make Pagefind's output deterministic \(.*\.pf_filter: .*\); .*--no-search"):
-        canonicalize(site / "pagefind")
-
-
-def test_camel_words_are_exactly_the_alphanumeric_tokens_with_a_hump() -> None:
-    """camel_words_in finds tokens from their humps outwards; it must give the same set as
-    testing every token (the definition) on every entry's text and on 20,000 made-up strings."""
-    import random
-
-    from generator.entrytext import CAMEL_RE, TOKEN_RE, camel_words_in
-
-    def definition(text: str) -> frozenset[str]:
-        return frozenset(t.lower() for t in TOKEN_RE.findall(text) if t.isalnum() and CAMEL_RE.search(t))
-
-    texts = [p.read_text(encoding="utf-8") for p in sorted((Path(__file__).resolve().parent.parent / "entries").glob("*/*.yaml"))]
-    rnd = random.Random(8)
-    alphabet = "aAbBzZ09_.:/=- \n\té\u0130ǅ"
-    texts += ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 40))) for _ in range(20_000)]
-    assert camel_words_in("use torch.cuda.OutOfMemoryError, not PyTorch's DeepSpeed_v2 or fooBar-baz") == {"pytorch"}
-    assert [t for t in texts if camel_words_in(t) != definition(t)] == []
+    assert (out / "search/index.html").is_file() and not (out / "search/meta.json").exists()

@@ -347,77 +347,33 @@ def test_only_entry_and_template_changes_trigger_a_rebuild(project: Path) -> Non
         server.stop()
 
 
-def test_serve_indexes_search_in_the_background_and_serves_edits_meanwhile(project: Path, tmp_path: Path) -> None:
-    """Rebuilds leave Pagefind to a background thread (minutes at 10,000 entries): the edited page
-    is served at once with the previous index in place, and the index catches up, the same bytes
-    a normal build's Pagefind run makes of that site."""
-    from generator.indexer import run_pagefind
+def test_each_rebuild_updates_the_search_index_with_the_site(project: Path, tmp_path: Path) -> None:
+    """The search index is part of the build: a rebuild after an edit serves the new entry and
+    an index that finds it, at once (no background indexing, no stale index)."""
+    from generator.build import load_catalog
+    from generator.search import SearchIndex, parse_query, search
 
     site = project / ".cache/serve/site"
-
-    def indexed_pages() -> int:
-        entry = json.loads((site / "pagefind/pagefind-entry.json").read_text())
-        return sum(lang["page_count"] for lang in entry["languages"].values())
-
-    with socket.socket() as probe:  # one port for both sessions: the site's URLs stay the same
-        probe.bind(("127.0.0.1", 0))
-        port = str(probe.getsockname()[1])
-    server = Serve(project, "--port", port, "--templates", "templates").started()
+    server = Serve(project, "--port", "0", "--templates", "templates").started()
     try:
-        server.wait_for("search index updated")
-        assert indexed_pages() == 3
+        server.wait_for("initial build")
+        assert json.loads(fetch(server.url + "search/meta.json")[1])["docs"] == 3
         mark = len(server.lines)
-        write_tree(project / "entries", {"memory/host-oom.yaml": valid_entry(title="Host OOM", related=["gpu-oom"])})
+        write_tree(project / "entries", {"memory/host-oom.yaml": valid_entry(title="Host OOM zebrafish", related=["gpu-oom"])})
         server.wait_for("built in", mark)
         assert fetch(server.url + "host-oom/")[0] == 200
-        assert (site / "pagefind/pagefind.js").is_file()  # the update left the last index in place
-        server.wait_for("search index updated", mark)
-        assert indexed_pages() == 4
-        assert not any(p.name.startswith(".pagefind") for p in site.iterdir())
+        meta = json.loads(fetch(server.url + "search/meta.json")[1])
+        assert meta["docs"] == 4
+        shard = json.loads(fetch(server.url + "search/v/z.json")[1])
+        assert "zebrafish" in shard["t"]
     finally:
         code, err = server.stop()
     assert code == 0 and "Traceback" not in err, err
-    copy = tmp_path / "copy"
-    shutil.copytree(site, copy, ignore=shutil.ignore_patterns("pagefind"))
-    run_pagefind(copy, 4)
-    ours = {p.relative_to(site / "pagefind"): p.read_bytes() for p in (site / "pagefind").rglob("*") if p.is_file()}
-    theirs = {p.relative_to(copy / "pagefind"): p.read_bytes() for p in (copy / "pagefind").rglob("*") if p.is_file()}
-    assert ours == theirs
-
-    # A later session whose first build has nothing to do still remakes a missing index.
-    shutil.rmtree(site / "pagefind")
-    server = Serve(project, "--port", port, "--templates", "templates").started()
-    try:
-        assert "0 pages changed" in server.wait_for("initial build")
-        server.wait_for("search index updated")
-        assert indexed_pages() == 4
-    finally:
-        code, err = server.stop()
-    assert code == 0 and "Traceback" not in err, err
-
-
-def test_stopping_the_server_stops_a_running_index(project: Path, tmp_path: Path, monkeypatch) -> None:
-    """Pagefind runs for minutes and holds gigabytes at 10,000 entries: it must not outlive the
-    server. A stand-in Pagefind that would run a minute is stopped with the builder."""
-    import pagefind_bin
-
-    from generator.config import Config
-    from generator.serve import Builder
-
-    slow = tmp_path / "pagefind"
-    slow.write_text("#!/bin/sh\nexec sleep 60\n")
-    slow.chmod(0o755)
-    monkeypatch.setattr(pagefind_bin, "get_executable", lambda: slow)
-    builder = Builder(project / "entries", project / "site", Config(base_url="http://127.0.0.1/"), project / "templates", tmp_path / "cache")
-    assert builder.rebuild().ok
-    deadline = time.monotonic() + TIMEOUT
-    while builder._pagefind is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    proc = builder._pagefind
-    assert proc is not None and proc.poll() is None
-    started = time.monotonic()
-    builder.stop()
-    assert proc.wait(TIMEOUT) != 0 and time.monotonic() - started < 5
+    # what the server wrote is what a build of those entries writes
+    catalog = load_catalog(project / "entries")
+    index = SearchIndex.build(catalog)
+    assert [h.slug for h in search(index, parse_query("zebrafish", catalog, index.synonyms))] == ["host-oom"]
+    assert json.loads((site / "search/doc/" / f"{index.slugs.index('host-oom')}.json").read_text())["slug"] == "host-oom"
 
 
 def test_a_template_error_is_reported_at_its_line_and_the_last_good_site_stays(project: Path, tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
-// The search page. Pagefind finds entries by their full text; this file adds the query language
-// of `failpedia search` (generator/search.py states the rules; keep the two in step):
-//   #tag tokens filter (aliases resolve), identifiers are searched whole as the single word the
-//   build indexed them as, and a pasted log line is matched against the fingerprint patterns.
+// The search page. It ranks with the index the build wrote under search/, by the rules of
+// generator/search.py (which states them; keep the two in step): `failpedia search` and this
+// page return the same order for the same query, and a test holds them to it.
+//   #tag tokens filter (aliases resolve); the free text becomes clauses (identifiers, synonym
+//   phrases, stemmed words) that every result matches; a pasted log line is also matched
+//   against the fingerprint patterns.
 // Facets: OR within a facet, AND across facets; each facet's counts ignore its own selection.
 // The state lives in the URL (?q=...&category=...&tag=...).
 (function () {
@@ -20,11 +22,12 @@
   var PAGE = 10;
   var FACETS = ["category", "tag"];
   var MAX_LINE = 4096;
-  var LONG_PASTE = 8; // words: a log line rather than a phrase
 
   var meta = null; // search/meta.json
-  var pagefind = null;
-  var shardCache = {};
+  var docs = null; // search/docs.json
+  var docsReady = null; // its promise: a query's index files load while it does
+  var R = null; // meta.rank: the ranking constants
+  var fileCache = {};
   var regexCache = {};
   var seq = 0; // the latest search; older ones drop their results
   var shown = null; // {items, done}
@@ -35,9 +38,21 @@
   app.hidden = false;
   document.querySelectorAll(".search-nojs").forEach(function (el) { el.hidden = true; });
 
-  // --- The query language (mirrors generator/search.py) -----------------------------------
+  function has(obj, key) { return Object.prototype.hasOwnProperty.call(obj, key); }
+  function getJSON(path) {
+    if (!fileCache[path]) {
+      fileCache[path] = fetch(new URL(path, root).href).then(function (r) {
+        if (!r.ok) throw new Error(path + ": HTTP " + r.status);
+        return r.json();
+      });
+    }
+    return fileCache[path];
+  }
+
+  // --- Words and identifiers (search.py: _clean, is_identifier, stem, edit1) ---------------
   var TOKEN_RE = /[A-Za-z0-9_.:\/=\-]+/g;
-  var ESCAPES = { q: "qq", _: "qu", ".": "qd", "-": "qh", ":": "qc", "/": "qs", "=": "qe" };
+  var WORD_RE = /[a-z0-9]+/g;
+  var PLURALS = [["ies", "y"], ["sses", "ss"], ["ches", "ch"], ["shes", "sh"], ["xes", "x"], ["zes", "z"]];
 
   function clean(tok) {
     tok = tok.replace(/[.:\/=\-]+$/, "").replace(/^[.:\/=]+/, "");
@@ -45,34 +60,92 @@
     return tok;
   }
   function isIdentifier(tok) {
-    if (tok.length < 2 || tok.length > 80 || tok.indexOf("://") >= 0 || !/[A-Za-z0-9]/.test(tok)) return false;
+    if (tok.length < 2 || tok.length > 80 || /^(?:[a-z]+|[A-Z][a-z]*|[A-Z]+|\d+)$/.test(tok) || tok.indexOf("://") >= 0 || !/[A-Za-z0-9]/.test(tok)) return false;
     return tok.indexOf("_") >= 0 || /[A-Za-z0-9][.:\/=]+[A-Za-z0-9]/.test(tok) || /[a-z][A-Z]/.test(tok) ||
       (/[A-Za-z]/.test(tok) && /\d/.test(tok)) || /^-\d+$/.test(tok) || /^--[A-Za-z]/.test(tok);
   }
-  // open: the identifier is still being typed, so let it match as a prefix (no end mark).
-  function idToken(s, open) {
-    var out = "zx";
-    s = s.toLowerCase();
-    for (var i = 0; i < s.length; i++) out += ESCAPES[s.charAt(i)] || s.charAt(i);
-    return open ? out : out + "qz";
+  function endsWith(s, t) { return s.length >= t.length && s.slice(s.length - t.length) === t; }
+  function stem(word) {
+    if (word.length <= 3 || !/^[a-z]+$/.test(word)) return word;
+    var w = word, i, done = false;
+    for (i = 0; i < PLURALS.length; i++) {
+      if (endsWith(w, PLURALS[i][0])) { w = w.slice(0, w.length - PLURALS[i][0].length) + PLURALS[i][1]; done = true; break; }
+    }
+    if (!done && endsWith(w, "s") && !endsWith(w, "ss") && !endsWith(w, "us") && !endsWith(w, "is")) w = w.slice(0, -1);
+    var stripped = false;
+    var ends = ["ing", "ed"];
+    for (i = 0; i < ends.length; i++) {
+      if (endsWith(w, ends[i]) && w.length - ends[i].length >= 3) { w = w.slice(0, w.length - ends[i].length); stripped = true; break; }
+    }
+    if (endsWith(w, "e") && w.length >= 4) w = w.slice(0, -1);
+    var last = w.charAt(w.length - 1);
+    if (stripped && w.length >= 4 && last === w.charAt(w.length - 2) && "lsz".indexOf(last) < 0 && "aeiou".indexOf(last) < 0) w = w.slice(0, -1);
+    return w;
   }
-  function entryToken(slug) { return idToken("entry:" + slug + ":"); }
-  function has(obj, key) { return Object.prototype.hasOwnProperty.call(obj, key); }
+  function wordsIn(text) { return (text.toLowerCase().match(WORD_RE) || []).map(stem); }
+  function edit1(a, b) {
+    var la = a.length, lb = b.length;
+    if (a === b || Math.abs(la - lb) > 1) return false;
+    var i = 0;
+    while (i < Math.min(la, lb) && a.charAt(i) === b.charAt(i)) i++;
+    if (la === lb) {
+      if (a.slice(i + 1) === b.slice(i + 1)) return true;
+      return i + 1 < la && a.charAt(i) === b.charAt(i + 1) && a.charAt(i + 1) === b.charAt(i) && a.slice(i + 2) === b.slice(i + 2);
+    }
+    return la > lb ? a.slice(i + 1) === b.slice(i) : a.slice(i) === b.slice(i + 1);
+  }
+  function isAlnum(s) { return /^[A-Za-z0-9]+$/.test(s); }
+
+  // --- The query (search.py: parse_query, query_clauses) -----------------------------------
+  function queryClauses(free) {
+    var seqc = [];
+    var pos = 0, m;
+    TOKEN_RE.lastIndex = 0;
+    function gap(text) { wordsIn(text).forEach(function (w) { seqc.push(["w", w]); }); }
+    while ((m = TOKEN_RE.exec(free))) {
+      gap(free.slice(pos, m.index));
+      pos = m.index + m[0].length;
+      var tok = clean(m[0]);
+      if (isIdentifier(tok) && !isAlnum(tok)) seqc.push(["i", "=" + tok.toLowerCase()]);
+      else gap(m[0]);
+    }
+    gap(free.slice(pos));
+    seqc = seqc.filter(function (c) { return c[0] === "i" || c[1].length > 1 || /^\d+$/.test(c[1]); });
+    var phrases = {};
+    meta.synonyms.phrases.forEach(function (p) { phrases[p[0].join(" ")] = p[1]; });
+    var out = [];
+    var i = 0;
+    while (i < seqc.length) {
+      var took = false;
+      for (var n = Math.min(meta.synonyms.longest, seqc.length - i); n > 1; n--) {
+        var part = seqc.slice(i, i + n);
+        if (!part.every(function (c) { return c[0] === "w"; })) continue;
+        var key = part.map(function (c) { return c[1]; }).join(" ");
+        if (has(phrases, key)) { out.push(["g", phrases[key]]); i += n; took = true; break; }
+      }
+      if (!took) { out.push(seqc[i]); i++; }
+    }
+    var stop = {};
+    meta.stop.forEach(function (w) { stop[w] = true; });
+    if (out.some(function (c) { return c[0] !== "w" || !stop[c[1]]; })) out = out.filter(function (c) { return c[0] !== "w" || !stop[c[1]]; });
+    var seen = {};
+    return out.filter(function (c) { var k = c[0] + " " + c[1]; if (seen[k]) return false; seen[k] = true; return true; });
+  }
 
   function parseQuery(text) {
-    var q = { text: text, tags: [], unknown: [], free: "", words: [], idents: [], term: "" };
+    var q = { text: text, tags: [], unknown: [], free: "", words: [], idents: [], clauses: [] };
     var free = [];
     var tokens = text.split(/\s+/);
     var typing = asYouType && !/\s$/.test(text); // the last token may be half-typed
     tokens.forEach(function (tok, i) {
       if (!tok) return;
-      if (tok.charAt(0) === "#") {
+      if (tok.charAt(0) === "#" && tok.length > 1) {
         var spelling = tok.replace(/^#+/, "").toLowerCase();
         if (has(meta.aliases, spelling)) {
           if (q.tags.indexOf(meta.aliases[spelling]) < 0) q.tags.push(meta.aliases[spelling]);
         } else if (typing && i === tokens.length - 1 && Object.keys(meta.aliases).some(function (s) { return s.indexOf(spelling) === 0; })) {
           q.partial = spelling; // "#dd" on its way to "#ddp": not an error yet
-        } else if (spelling) {
+        } else {
           q.unknown.push(spelling);
         }
       } else {
@@ -80,23 +153,91 @@
       }
     });
     q.free = free.join(" ");
-    q.term = q.free.replace(TOKEN_RE, function (raw, at) {
-      var tok = clean(raw);
-      if (!isIdentifier(tok)) return raw;
-      if (q.idents.indexOf(tok.toLowerCase()) < 0) q.idents.push(tok.toLowerCase());
-      return " " + idToken(tok, typing && at + raw.length === q.free.length) + " ";
-    }).replace(/\s+/g, " ").trim();
-    var plain = q.free.replace(TOKEN_RE, function (raw) { return isIdentifier(clean(raw)) ? " " : raw; });
-    (plain.toLowerCase().match(/[a-z0-9]+/g) || []).forEach(function (w) {
-      if ((w.length > 1 || /\d/.test(w)) && q.words.indexOf(w) < 0) q.words.push(w);
+    q.clauses = queryClauses(q.free);
+    q.clauses.forEach(function (c) {
+      if (c[0] === "i") q.idents.push(c[1].slice(1));
+      if (c[0] === "w") q.words.push(c[1]);
     });
     return q;
   }
 
-  // --- Fingerprints of a pasted line ------------------------------------------------------
+  // --- The index (search.py: vocab_key, alternatives, clause_scores) -----------------------
+  function vocabKey(term) {
+    if (/^[a-z0-9]/.test(term)) return term.charAt(0);
+    return (term.charAt(0) === "=" ? "i" : "g") + term.charCodeAt(1).toString(16);
+  }
+  function vocabFile(key) {
+    return meta.vocab.indexOf(key) >= 0 ? getJSON("search/v/" + key + ".json") : Promise.resolve({ t: [], f: [], c: [] });
+  }
+  function bisectLeft(list, x) {
+    var lo = 0, hi = list.length;
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (list[mid] < x) lo = mid + 1; else hi = mid; }
+    return lo;
+  }
+  // The vocabulary shards a clause needs: its own term's and its synonym group's.
+  function shardsOf(clause) {
+    var keys = [vocabKey(clause[1])];
+    var g = has(meta.synonyms.words, clause[1]) ? meta.synonyms.words[clause[1]] : null;
+    if (g && keys.indexOf(vocabKey(g)) < 0) keys.push(vocabKey(g));
+    return keys;
+  }
+  // vocab: key → shard; returns [[term, factor], ...] like search.py's alternatives.
+  function alternatives(clause, vocab) {
+    function find(term) {
+      var v = vocab[vocabKey(term)];
+      var i = v ? bisectLeft(v.t, term) : -1;
+      return v && v.t[i] === term ? { idf: v.f[i], chunk: v.c[i] } : null;
+    }
+    var kind = clause[0], term = clause[1];
+    var out = find(term) ? [[term, R.exact]] : [];
+    var group = kind !== "g" && has(meta.synonyms.words, term) ? meta.synonyms.words[term] : null;
+    if (group && find(group)) out.push([group, R.group]);
+    if (kind === "w") {
+      var terms = (vocab[vocabKey(term)] || { t: [] }).t;
+      if (term.length >= 3) {
+        var longer = [];
+        for (var i = bisectLeft(terms, term); i < terms.length && terms[i].slice(0, term.length) === term; i++) {
+          if (terms[i] !== term) longer.push(terms[i]);
+        }
+        longer.slice(0, R.prefix_max).forEach(function (t) { out.push([t, R.prefix]); });
+      }
+      if (!out.length && term.length >= R.typo_min && /^[a-z]+$/.test(term)) {
+        terms.filter(function (t) { return t.length >= R.typo_min - 1 && edit1(term, t); }).slice(0, R.prefix_max).forEach(function (t) { out.push([t, R.typo]); });
+      }
+    }
+    return out.map(function (a) { var f = find(a[0]); return { term: a[0], factor: a[1], idf: f.idf, chunk: f.chunk }; });
+  }
+  function postingsOf(chunk, term) { return getJSON("search/p/" + chunk + ".json").then(function (c) { return c[term]; }); }
+
+  // Loads what the clauses need; resolves to one {doc: score} map per clause.
+  function clauseScores(clauses) {
+    var keys = [];
+    clauses.forEach(function (c) { shardsOf(c).forEach(function (k) { if (keys.indexOf(k) < 0) keys.push(k); }); });
+    return Promise.all(keys.map(vocabFile)).then(function (shards) {
+      var vocab = {};
+      keys.forEach(function (k, i) { vocab[k] = shards[i]; });
+      return Promise.all(clauses.map(function (c) {
+        var alts = alternatives(c, vocab);
+        return Promise.all(alts.map(function (a) { return postingsOf(a.chunk, a.term); })).then(function (lists) {
+          var out = {};
+          alts.forEach(function (a, n) {
+            var p = lists[n], doc = 0;
+            for (var i = 0; i < p.length; i += 2) {
+              doc += p[i];
+              var s = a.factor * p[i + 1] * a.idf;
+              if (s > (out[doc] || 0)) out[doc] = s;
+            }
+          });
+          return out;
+        });
+      }));
+    });
+  }
+
+  // --- Fingerprints of a pasted line (search.py: fingerprint_scores) -----------------------
   function fnv1a(s) {
     var h = 0x811c9dc5;
-    for (var i = 0; i < s.length; i++) {
+    for (var i = 0; i < s.length; i++) { // words of [a-z0-9]: their UTF-8 bytes are their code units
       h ^= s.charCodeAt(i);
       h = Math.imul(h, 0x01000193) >>> 0;
     }
@@ -104,23 +245,15 @@
   }
   function wordCount(text) { return (text.match(/[A-Za-z0-9]+/g) || []).length; }
   function looksPasted(free) { return wordCount(free) >= 3 || free.length >= 24; }
-  function getJSON(path) {
-    if (!shardCache[path]) {
-      shardCache[path] = fetch(new URL(path, root).href).then(function (r) {
-        if (!r.ok) throw new Error(path + ": HTTP " + r.status);
-        return r.json();
-      });
-    }
-    return shardCache[path];
-  }
   function regex(pattern) {
     if (!has(regexCache, pattern)) {
       try { regexCache[pattern] = new RegExp(pattern); } catch (e) { regexCache[pattern] = null; }
     }
     return regexCache[pattern];
   }
+  // Resolves to {doc: {score, confident, patterns}}.
   function fingerprintHits(free) {
-    if (!free || !looksPasted(free)) return Promise.resolve([]);
+    if (!free || !looksPasted(free)) return Promise.resolve({});
     var words = (free.toLowerCase().match(/[a-z0-9]+/g) || []);
     var files = ["search/fp/any.json"];
     words.forEach(function (w) {
@@ -132,7 +265,7 @@
       var seen = {};
       var scores = {};
       lists.forEach(function (list) {
-        list.fingerprints.forEach(function (rec) { // [[slug, ...], pattern, near, window, score]
+        list.fingerprints.forEach(function (rec) { // [[doc, ...], pattern, near, window, score]
           var key = rec[1] + "\n" + rec[2] + "\n" + rec[3] + "\n" + rec[4];
           if (seen[key]) return;
           seen[key] = true;
@@ -148,87 +281,111 @@
               return nre.test(l) && hits.some(function (h) { return Math.abs(i - h) <= rec[3]; });
             });
           }
-          rec[0].forEach(function (slug) {
-            (scores[slug] = scores[slug] || []).push({ score: rec[4] * (near ? 1 : 0.3), pattern: rec[1] });
+          rec[0].forEach(function (doc) {
+            (scores[doc] = scores[doc] || []).push({ score: rec[4] * (near ? 10 : 3), pattern: rec[1] });
           });
         });
       });
-      return Object.keys(scores).map(function (slug) {
-        var s = scores[slug].sort(function (a, b) { return b.score - a.score; });
-        var total = s[0].score + 0.1 * s.slice(1).reduce(function (n, x) { return n + x.score; }, 0);
-        // Confident: strong or definitive with its near evidence; the text names this entry.
-        return { slug: slug, score: 10 * total, confident: s[0].score >= 6, patterns: s.map(function (x) { return x.pattern; }) };
-      }).sort(function (a, b) { return b.score - a.score || (a.slug < b.slug ? -1 : 1); });
+      var out = {};
+      Object.keys(scores).forEach(function (doc) {
+        var s = scores[doc].sort(function (a, b) { return b.score - a.score; });
+        var total = 10 * s[0].score + s.slice(1).reduce(function (n, x) { return n + x.score; }, 0);
+        out[doc] = { score: total, confident: s[0].score >= 10 * R.confident, patterns: s.map(function (x) { return x.pattern; }) };
+      });
+      return out;
     });
   }
 
-  // --- Running a query --------------------------------------------------------------------
-  function filtersFor(q, skip) {
-    var all = q.tags.map(function (t) { return { tag: t }; });
-    if (skip !== "tag" && state.tag.length) all.push({ tag: { any: state.tag.slice() } });
-    if (skip !== "category" && state.category.length) all.push({ category: { any: state.category.slice() } });
-    return all.length ? { all: all } : {};
-  }
-
-  function addCounts(into, filters) {
-    FACETS.forEach(function (f) {
-      var src = (filters && filters[f]) || {};
-      into[f] = into[f] || {};
-      Object.keys(src).forEach(function (v) { into[f][v] = (into[f][v] || 0) + src[v]; });
-    });
-    return into;
-  }
-
-  // One result set: the fingerprint hits, then Pagefind's full-text results, with facet counts.
-  // textual=false: a pasted log line named its entries; its words would only add noise.
-  function runSet(q, fps, filters, textual) {
-    var tagWords = q.tags.join(" ").replace(/-/g, " ");
-    var searches = !textual ? [null, null] : [
-      q.term ? pagefind.search(q.term, { filters: filters }) : (q.tags.length ? pagefind.search(null, { filters: filters }) : null),
-      !q.term && q.tags.length ? pagefind.search(tagWords, { filters: filters }) : null,
-    ];
-    searches = searches.concat(fps.map(function (h) { return pagefind.search(entryToken(h.slug), { filters: filters }); }));
-    return Promise.all(searches).then(function (res) {
-      var main = res[0], ranker = res[1], fpRes = res.slice(2);
-      var items = [];
-      var ids = {};
-      var counts = addCounts({}, main && main.filters);
-      var mainIds = {};
-      (main ? main.results : []).forEach(function (r) { mainIds[r.id] = true; });
-      // Confident fingerprint hits first; then the full-text order (weak hits keep their place
-      // in it); then weak hits the full text did not find.
-      var fpById = {};
-      var tail = [];
-      fpRes.forEach(function (r, i) {
-        r.results.slice(0, 1).forEach(function (x) {
-          if (fpById[x.id]) return;
-          fpById[x.id] = fps[i];
-          if (!mainIds[x.id]) addCounts(counts, r.filters);
-          if (fps[i].confident) { ids[x.id] = true; items.push({ result: x, fp: fps[i] }); }
-          else if (!mainIds[x.id]) tail.push({ result: x, fp: fps[i] });
+  // --- Ranking (search.py: rank, search) ---------------------------------------------------
+  // found: the clause maps; pool: doc ids allowed; fps: fingerprint hits; tagRank: {doc: n} or null.
+  // Returns [{doc, fp, conf, score}] best first.
+  function rank(found, pool, fps, tagRank) {
+    var allowed = {};
+    pool.forEach(function (d) { allowed[d] = true; });
+    found = found.filter(function (s) { return Object.keys(s).length > 0; });
+    var scores = {};
+    if (found.length) {
+      var cover = {}, best = 0;
+      found.forEach(function (s) {
+        Object.keys(s).forEach(function (d) {
+          if (!allowed[d]) return;
+          cover[d] = (cover[d] || 0) + 1;
+          scores[d] = (scores[d] || 0) + s[d];
         });
       });
-      var ordered = (ranker ? ranker.results : []).concat(main ? main.results : []);
-      ordered.forEach(function (x) {
-        if (ids[x.id] || !mainIds[x.id]) return;
-        ids[x.id] = true;
-        items.push({ result: x, fp: fpById[x.id] || null });
-      });
-      tail.forEach(function (it) { if (!ids[it.result.id]) { ids[it.result.id] = true; items.push(it); } });
-      return { items: items, counts: counts };
+      Object.keys(cover).forEach(function (d) { if (cover[d] > best) best = cover[d]; });
+      Object.keys(scores).forEach(function (d) { if (cover[d] !== best) delete scores[d]; });
+    } else if (tagRank) {
+      pool.forEach(function (d) { scores[d] = tagRank[d]; });
+    }
+    Object.keys(fps).forEach(function (d) {
+      if (allowed[d] && !fps[d].confident) scores[d] = (scores[d] || 0) + fps[d].score * R.weak_nudge;
     });
+    var rows = Object.keys(scores).map(function (d) {
+      return { doc: +d, conf: has(fps, d) && fps[d].confident ? fps[d].score : 0, score: scores[d] };
+    });
+    Object.keys(fps).forEach(function (d) {
+      if (fps[d].confident && allowed[d] && !has(scores, d)) rows.push({ doc: +d, conf: fps[d].score, score: 0 });
+    });
+    rows.forEach(function (r) { r.fp = has(fps, r.doc) ? fps[r.doc] : null; });
+    return rows.sort(function (a, b) { return b.conf - a.conf || b.score - a.score || a.doc - b.doc; });
+  }
+
+  var tagIds = null, catIds = null;
+  function poolFor(q, skip) {
+    if (!tagIds) {
+      tagIds = {}; catIds = {};
+      meta.tags.forEach(function (t, i) { tagIds[t[0]] = i; });
+      meta.categories.forEach(function (c, i) { catIds[c[0]] = i; });
+    }
+    var need = q.tags.map(function (t) { return tagIds[t]; });
+    var anyTag = skip === "tag" ? [] : state.tag.map(function (t) { return tagIds[t]; });
+    var anyCat = skip === "category" ? [] : state.category.map(function (c) { return catIds[c]; });
+    var out = [];
+    for (var d = 0; d < docs.cat.length; d++) {
+      var tags = docs.tags[d];
+      if (!need.every(function (t) { return tags.indexOf(t) >= 0; })) continue;
+      if (anyTag.length && !anyTag.some(function (t) { return tags.indexOf(t) >= 0; })) continue;
+      if (anyCat.length && anyCat.indexOf(docs.cat[d]) < 0) continue;
+      out.push(d);
+    }
+    return out;
+  }
+
+  function counted(rows) {
+    var counts = { category: {}, tag: {} };
+    rows.forEach(function (r) {
+      var c = meta.categories[docs.cat[r.doc]];
+      if (c) counts.category[c[0]] = (counts.category[c[0]] || 0) + 1;
+      docs.tags[r.doc].forEach(function (t) { var name = meta.tags[t][0]; counts.tag[name] = (counts.tag[name] || 0) + 1; });
+    });
+    return counts;
   }
 
   function execute(q) {
     var my = ++seq;
-    return fingerprintHits(q.free).then(function (fps) {
-      var textual = !(wordCount(q.free) >= LONG_PASTE && fps.some(function (h) { return h.confident; }));
-      var sets = [runSet(q, fps, filtersFor(q, null), textual)];
-      FACETS.forEach(function (f) { sets.push(state[f].length ? runSet(q, fps, filtersFor(q, f), textual) : null); });
-      return Promise.all(sets).then(function (r) {
+    // A short query loads its fingerprint shards and its index files at once; a long paste first
+    // learns from the fingerprints whether its words are searched at all.
+    var long = wordCount(q.free) >= R.long_paste;
+    var early = long ? null : clauseScores(q.clauses);
+    return Promise.all([fingerprintHits(q.free), docsReady]).then(function (loaded) {
+      var fps = loaded[0];
+      var textual = !(long && Object.keys(fps).some(function (d) { return fps[d].confident; }));
+      return (early || clauseScores(textual ? q.clauses : [])).then(function (found) {
+        function ranked(pool) {
+          var tagRank = null;
+          if (textual && q.tags.length && !q.clauses.length) {
+            tagRank = {};
+            pool.forEach(function (d) {
+              tagRank[d] = q.tags.reduce(function (n, t) { return n + Math.floor(1000 / (1 + docs.tags[d].indexOf(tagIds[t]))); }, 0);
+            });
+          }
+          return rank(found, pool, fps, tagRank);
+        }
+        var rows = ranked(poolFor(q, null));
         var counts = {};
-        FACETS.forEach(function (f, i) { counts[f] = (r[i + 1] || r[0]).counts[f] || {}; });
-        return { my: my, items: r[0].items, counts: counts };
+        FACETS.forEach(function (f) { counts[f] = (state[f].length ? counted(ranked(poolFor(q, f))) : counted(rows))[f]; });
+        return { my: my, items: rows, counts: counts };
       });
     });
   }
@@ -243,12 +400,8 @@
   function escapeRe(s) { return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
 
   // The passage of the page that best shows the query, with every match marked.
-  function excerpt(content, summary, q, fp) {
-    var cut = content.indexOf(meta.sentinel);
-    var text = cut >= 0 ? content.slice(0, cut) : content;
-    // The title, tags and quick answer are shown already: look in the rest of the page.
-    var head = summary ? text.indexOf(summary.slice(0, 60)) : -1;
-    if (head >= 0) text = text.slice(head + summary.length).replace(/^[\s.]+/, "");
+  // (The title, tags and quick answer are shown already: the text is the rest of the entry.)
+  function excerpt(text, q, fp) {
     var lower = text.toLowerCase();
     var spans = [];
     q.idents.forEach(function (id, n) {
@@ -305,18 +458,19 @@
 
   function renderItem(item, data, q) {
     var li = el("li", "result");
+    li.setAttribute("data-doc", String(item.doc));
     var h = el("h2", "result-title");
-    var a = el("a", "result-link", data.meta.title || data.url);
-    a.href = data.url;
+    var a = el("a", "result-link", data.title);
+    a.href = new URL(data.slug + "/", root).href;
     h.appendChild(a);
     li.appendChild(h);
-    var line = el("p", "result-meta", data.meta.category || "");
+    var line = el("p", "result-meta", data.category || "");
     if (item.fp && item.fp.confident) line.appendChild(el("span", "result-why", "the pasted text matches this entry's log fingerprint"));
     li.appendChild(line);
-    if (data.meta.summary) li.appendChild(el("p", "result-summary", data.meta.summary));
-    var ex = excerpt(data.content || "", data.meta.summary || "", q, item.fp);
+    if (data.summary) li.appendChild(el("p", "result-summary", data.summary));
+    var ex = excerpt(data.text || "", q, item.fp);
     if (ex) li.appendChild(ex);
-    li.appendChild(chips((data.meta.tags || "").split(" ").filter(Boolean)));
+    li.appendChild(chips(data.tags || []));
     return li;
   }
 
@@ -325,12 +479,15 @@
     shown.done += batch.length;
     moreEl.hidden = true;
     busy(true);
-    return Promise.all(batch.map(function (it) { return it.result.data(); })).then(function (datas) {
-      if (my !== seq) return;
-      datas.forEach(function (d, i) {
-        if (batch[i].fp && !d.url.endsWith("/" + batch[i].fp.slug + "/")) return;
-        resultsEl.appendChild(renderItem(batch[i], d, q));
+    // Each result shows as soon as it and those above it have arrived.
+    var datas = [], next = 0;
+    return Promise.all(batch.map(function (it, i) {
+      return getJSON("search/doc/" + it.doc + ".json").then(function (d) {
+        datas[i] = d;
+        for (; my === seq && next < batch.length && datas[next]; next++) resultsEl.appendChild(renderItem(batch[next], datas[next], q));
       });
+    })).then(function () {
+      if (my !== seq) return;
       moreEl.hidden = shown.done >= shown.items.length;
       busy(false);
     });
@@ -484,6 +641,7 @@
       app.classList.remove("has-results");
       browseEl.hidden = false;
       busy(false);
+      app.setAttribute("data-shown", q.text);
       return Promise.resolve();
     }
     statusEl.textContent = "Searching…";
@@ -500,6 +658,8 @@
       if (!n) { renderEmpty(q); busy(false); return; }
       renderFacets(q, r.counts);
       return showMore(q, my);
+    }).then(function () {
+      if (my === seq) app.setAttribute("data-shown", q.text); // this query's results are on the page
     }).catch(function (e) {
       busy(false);
       statusEl.textContent = "Search failed: " + (e && e.message ? e.message : e) + ". Browse the tags below instead.";
@@ -579,16 +739,11 @@
   // --- Start ------------------------------------------------------------------------------
   readURL();
   statusEl.textContent = "Loading the search index…";
-  Promise.all([
-    getJSON("search/meta.json"),
-    import(new URL("pagefind/pagefind.js", root).href),
-  ]).then(function (loaded) {
-    meta = loaded[0];
-    pagefind = loaded[1];
-    return pagefind.options({ baseUrl: root.pathname });
-  }).then(function () {
-    return pagefind.filters(); // loads the tag and category indexes that facet counts need
-  }).then(function () {
+  docsReady = getJSON("search/docs.json").then(function (d) { docs = d; });
+  docsReady.catch(function () {}); // a failure is reported by the query that waits on it
+  getJSON("search/meta.json").then(function (m) {
+    meta = m;
+    R = meta.rank;
     app.setAttribute("data-ready", "true");
     return run();
   }).catch(function (e) {
