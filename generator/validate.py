@@ -20,9 +20,12 @@ from .entrytext import camel_words
 from .load import LoadError, Loaded, PackedPositions, load_yaml, shown
 from .patterns import MAX_LINE, check_pattern, compile_pattern, plain_number, required_literals
 from .problems import Problem
-from .schema import STRENGTH_SCORE, Category, Entry, Fingerprint, Language, Tag
+from .schema import SLUG_RE, STRENGTH_SCORE, Category, Entry, Fingerprint, Language, Tag, Verification
 
-__all__ = ["FingerprintHead", "Head", "Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "suggest"]
+__all__ = [
+    "FingerprintHead", "Head", "Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "parse_verified", "reproduce_key",
+    "suggest",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -69,6 +72,7 @@ class Head:
     # entry puts in api/fingerprints.json. A rebuild compares them instead of the data.
     fingerprints_key: str
     matcher_key: str
+    reproduce_key: str = ""  # reproduce_key(entry): what a verify record must name to be shown
 
     @classmethod
     def of(cls, e: Entry) -> "Head":
@@ -76,7 +80,16 @@ class Head:
         fingerprints_key = _digest(repr(fingerprints))
         matcher_key = _digest(repr((e.title, e.summary, e.fix.summary, tuple(e.often_causes), fingerprints_key)))
         return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary,
-                   fingerprints, camel_words(e), fingerprints_key, matcher_key)
+                   fingerprints, camel_words(e), fingerprints_key, matcher_key, reproduce_key(e))
+
+
+def reproduce_key(e: Entry) -> str:
+    """The digest of an entry's reproduce section and of the fingerprints it must match ('' when it
+    has none): a verify record made for other ones says nothing about these."""
+    if e.reproduce is None:
+        return ""
+    named = [e.fingerprints[i].model_dump(mode="json", exclude={"examples"}) for i in e.reproduce.matches if i < len(e.fingerprints)]
+    return _digest(repr((e.reproduce.model_dump(mode="json"), named)))
 
 
 def _digest(text: str) -> str:
@@ -331,3 +344,29 @@ def parse_tags(raw: bytes, path: str) -> tuple[list[tuple[Tag, tuple[int, int]]]
 
 def parse_categories(raw: bytes, path: str) -> tuple[list[tuple[Category, tuple[int, int]]], list[Problem]]:
     return _parse_list(Category, raw, path, "categories")
+
+
+def parse_verified(raw: bytes, path: str) -> tuple[dict[str, tuple[Verification, tuple[int, int]]], list[Problem]]:
+    """The verify record (`entries/verified.yaml`): slug → its Verification and position."""
+    loaded, problems = _load(raw, path)
+    if loaded is None:
+        return {}, problems
+    data = loaded.data
+    if not isinstance(data, dict) or set(data) != {"verified"} or not isinstance(data["verified"], dict):
+        return {}, [Problem(path, 1, 1, "expected a mapping with a single key 'verified' holding slug: result items")]
+    items: dict[str, tuple[Verification, tuple[int, int]]] = {}
+    for slug, item in data["verified"].items():
+        at = loaded.where(("verified", slug), key=True)
+        if not isinstance(slug, str) or not SLUG_RE.fullmatch(slug):
+            problems.append(Problem(path, *at, f"{shown(str(slug), 80)!r} is not an entry slug"))
+            continue
+        sub = Loaded(
+            item,
+            {k[2:]: v for k, v in loaded.positions.items() if k[:2] == ("verified", slug)},
+            {k[2:]: v for k, v in loaded.key_positions.items() if k[:2] == ("verified", slug)},
+        )
+        value, errs = _validate(Verification, sub, path)
+        problems.extend(Problem(p.path, p.line, p.col, f"verified.{slug}: {p.message}") for p in errs)
+        if value is not None:
+            items[slug] = (value, at)
+    return items, problems
