@@ -159,7 +159,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return 1
     options = Options(
         venv_dir=Path(args.venv_dir), python=args.python or sys.executable, timeout_scale=args.timeout_scale, memory_mb=args.memory,
-        find_links=tuple(args.find_links), no_index=args.no_index, allow_source_builds=args.allow_source_builds,
+        find_links=tuple(args.find_links), extra_index_urls=tuple(args.extra_index_url), no_index=args.no_index, allow_source_builds=args.allow_source_builds,
     )
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     outcomes = []
@@ -283,6 +283,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout-scale", type=_positive, default=1.0, metavar="X", help="multiply each entry's reproduce.timeout by X (default: 1)")
     p.add_argument("--memory", type=_at_least_one, default=8192, metavar="MB", help="address-space limit of a run in MiB (default: 8192)")
     p.add_argument("--find-links", action="append", default=[], metavar="DIR|URL", help="pip --find-links: look for wheels here too (repeatable)")
+    p.add_argument("--extra-index-url", action="append", default=[], metavar="URL",
+                   help="pip --extra-index-url (repeatable), e.g. https://download.pytorch.org/whl/cpu for CPU-only torch")
     p.add_argument("--no-index", action="store_true", help="pip --no-index: install only from --find-links")
     p.add_argument("--allow-source-builds", action="store_true", help="let pip build packages from source (runs their build code; default: wheels only)")
     p.add_argument("--snippets", action="store_true", help="also check the Python fix snippets (imports, attribute paths, arguments)")

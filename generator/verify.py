@@ -81,6 +81,7 @@ class Options:
     timeout_scale: float = 1.0  # multiplies each entry's reproduce.timeout
     memory_mb: int = DEFAULT_MEMORY_MB
     find_links: tuple[str, ...] = ()  # pip --find-links (folders or URLs of wheels)
+    extra_index_urls: tuple[str, ...] = ()  # pip --extra-index-url (e.g. PyTorch's CPU wheels)
     no_index: bool = False  # pip --no-index: only find_links
     allow_source_builds: bool = False  # let pip build sdists (runs their build code)
     gpus: int | None = None  # None: count the GPUs this machine has
@@ -242,6 +243,8 @@ def ensure_venv(requirements: Sequence[str], options: Options, who: str = "") ->
                 cmd.append("--no-index")
             for link in options.find_links:
                 cmd += ["--find-links", link]
+            for url in options.extra_index_urls:
+                cmd += ["--extra-index-url", url]
             _call([*cmd, *normalised], folder, who, normalised, "installing")
         installed = _installed(python)
         marker.write_text(json.dumps({"key": key, "python": version, "requirements": normalised, "installed": installed},
