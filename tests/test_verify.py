@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import time
 import zipfile
@@ -207,9 +208,10 @@ def test_gpu_reproductions_are_skipped_without_gpus(tmp_path: Path, options: Opt
     entries = project(tmp_path, **{"widget-overflow": reproducing(OVERFLOW, platform="cuda")})
     [outcome] = verify(entries, Options(**{**options.__dict__, "gpus": 0}))
     assert outcome.status == "skipped" and outcome.reason == "needs 1 CUDA GPU; this machine has 0"
-    code, out, _ = run_cli("verify", "--entries", str(entries), "widget-overflow", "gpu-oom", "--no-record")
-    assert code == 0 or "torch sees" in out  # skipped is not a failure (the machine may have a GPU)
-    assert "gpu-oom.yaml: has no reproduce section" in out
+    code, out, _ = run_cli("verify", "--entries", str(entries), "widget-overflow", "gpu-oom", "--no-record", "--json")
+    doc = json.loads(out)
+    assert code == 0 and [o["status"] for o in doc["outcomes"]] == ["skipped", "skipped"]  # skipped is not a failure
+    assert doc["outcomes"][1]["reason"] == "has no reproduce section" and doc["outcomes"][0]["slug"] == "widget-overflow"
     code, _, err = run_cli("verify", "--entries", str(entries), "widget-overflo")
     assert code == 2 and "did you mean 'widget-overflow'" in err
 
