@@ -247,9 +247,56 @@ def ensure_venv(requirements: Sequence[str], options: Options, who: str = "") ->
                 cmd += ["--extra-index-url", url]
             _call([*cmd, *normalised], folder, who, normalised, "installing")
         installed = _installed(python)
+        _share_files(folder, options.venv_dir)
         marker.write_text(json.dumps({"key": key, "python": version, "requirements": normalised, "installed": installed},
                                      indent=1, sort_keys=True), encoding="utf-8")
         return Venv(folder, python, version, installed)
+
+
+def _record(path: Path) -> dict[str, str]:
+    """A distribution's RECORD (CSV): each installed file (relative to site-packages) → its hash."""
+    import csv
+
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return {}
+    return {row[0]: row[1] for row in rows if len(row) >= 2 and row[1].startswith("sha256=") and ".." not in Path(row[0]).parts}
+
+
+def _share_files(folder: Path, venv_dir: Path) -> int:
+    """Hard-link each file of the new environment that an earlier one holds byte for byte (the
+    same distribution, path and RECORD hash, as pip checked them on install): torch's several
+    GB are stored once, not once per package set. Returns how many files were linked."""
+    mine = next(folder.glob("lib/python*/site-packages"), None)
+    if mine is None:
+        return 0
+    others = [next(p.glob(f"lib/{mine.parent.name}/site-packages"), None) for p in sorted(venv_dir.iterdir())
+              if p.is_dir() and p != folder and (p / MARKER).is_file()]
+    linked = 0
+    for record in sorted(mine.glob("*.dist-info/RECORD")):
+        source = next((o for o in others if o is not None and (o / record.parent.name / "RECORD").is_file()), None)
+        if source is None:
+            continue
+        theirs = _record(source / record.parent.name / "RECORD")
+        for rel, hashed in _record(record).items():
+            if theirs.get(rel) != hashed:
+                continue
+            target, original = mine / rel, source / rel
+            try:
+                a, b = target.lstat(), original.lstat()
+                if not (os.path.isfile(target) and os.path.isfile(original)) or target.is_symlink() or original.is_symlink():
+                    continue
+                if a.st_ino == b.st_ino or a.st_size != b.st_size or a.st_dev != b.st_dev:
+                    continue
+                tmp = target.with_name(target.name + ".failpedia-link")
+                os.link(original, tmp)
+                os.replace(tmp, target)
+                linked += 1
+            except OSError:
+                continue
+    return linked
 
 
 def _call(cmd: list[str], folder: Path, who: str, requirements: list[str], doing: str) -> None:

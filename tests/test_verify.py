@@ -108,6 +108,18 @@ def test_a_reproduction_that_shows_its_fingerprint_is_recorded(tmp_path: Path, o
     assert again.status == "reproduced" and again.venv_reused  # one environment per package set, made once
 
 
+def test_environments_share_the_files_of_a_distribution_they_both_hold(tmp_path: Path, options: Options) -> None:
+    from generator.verify import ensure_venv
+
+    one = ensure_venv([PACKAGE], options)
+    two = ensure_venv([PACKAGE, "failpedia-fixture!=1.0"], options)  # another package set: another environment
+    assert one.path != two.path and two.installed["failpedia-fixture"] == "1.2.3"
+    [a] = one.path.glob("lib/python*/site-packages/failpedia_fixture/__init__.py")
+    [b] = two.path.glob("lib/python*/site-packages/failpedia_fixture/__init__.py")
+    assert a.stat().st_ino == b.stat().st_ino  # stored once
+    assert "widget overflow" in b.read_text()
+
+
 def test_the_record_is_sorted_and_drops_entries_that_are_gone(tmp_path: Path, options: Options) -> None:
     entries = project(tmp_path, **{"widget-overflow": reproducing(OVERFLOW), "widget-overflow-again": reproducing(OVERFLOW)})
     outcomes = verify(entries, options)
