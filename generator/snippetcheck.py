@@ -30,7 +30,7 @@ import warnings
 from typing import Any
 
 _NOT_LITERAL = object()
-_DEVICE_RE = re.compile(r"\b(cuda|gpus?|npu|xpu|mps|hpu|tpu|mlu|device|bf16|fp16|nvidia|accelerator)\b", re.IGNORECASE)
+_DEVICE_RE = re.compile(r"\b(cuda|gpus?|npu|xpu|mps|hpu|tpu|mlu|device|nvidia|accelerator)\b", re.IGNORECASE)
 
 
 def _dotted(node: ast.expr) -> list[str] | None:

@@ -11,6 +11,7 @@ import json
 import os
 import time
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ __version__ = "1.2.3"
 
 class WidgetConfig:
     def __init__(self, size: int = 1, mode: str = "fast") -> None:
+        if mode == "gpu":
+            raise RuntimeError("mode 'gpu' needs a CUDA device")
         if mode not in ("fast", "slow"):
             raise ValueError(f"mode must be 'fast' or 'slow', not {mode!r}")
         self.size, self.mode = size, mode
@@ -180,7 +183,7 @@ def test_the_time_limit_kills_the_whole_process_group(tmp_path: Path, options: O
         time.sleep(0.1)
     else:
         pytest.fail(f"the reproduction's child {pid} outlived the time limit")
-    faster = verify(entries, Options(**{**options.__dict__, "timeout_scale": 0.5}))
+    faster = verify(entries, replace(options, timeout_scale=0.5))
     assert "timed out after 1 s" in faster[0].reason  # --timeout-scale multiplies reproduce.timeout
 
 
@@ -190,7 +193,7 @@ def test_the_memory_limit_holds(tmp_path: Path, options: Options) -> None:
     entry = reproducing(script)
     entry["fingerprints"] = [{"pattern": r"^MemoryError\b", "strength": "strong", "examples": ["MemoryError"]}]
     entries = project(tmp_path, **{"widget-overflow": entry})
-    [outcome] = verify(entries, Options(**{**options.__dict__, "memory_mb": 512}))
+    [outcome] = verify(entries, replace(options, memory_mb=512))
     assert outcome.status == "reproduced", outcome.output_tail
     assert "allocated" not in outcome.output_tail
 
@@ -218,7 +221,7 @@ def test_a_package_that_does_not_install_is_a_clear_error(tmp_path: Path, option
 
 def test_gpu_reproductions_are_skipped_without_gpus(tmp_path: Path, options: Options, run_cli) -> None:
     entries = project(tmp_path, **{"widget-overflow": reproducing(OVERFLOW, platform="cuda")})
-    [outcome] = verify(entries, Options(**{**options.__dict__, "gpus": 0}))
+    [outcome] = verify(entries, replace(options, gpus=0))
     assert outcome.status == "skipped" and outcome.reason == "needs 1 CUDA GPU; this machine has 0"
     code, out, _ = run_cli("verify", "--entries", str(entries), "widget-overflow", "gpu-oom", "--no-record", "--json")
     doc = json.loads(out)
@@ -289,6 +292,7 @@ WidgetConfig(mode="sideways")
 failpedia_fixture.missing_function(1)
 overflow(size)
 not_installed_anywhere.Thing(1)
+WidgetConfig(mode="gpu")
 """
 
 
@@ -314,5 +318,6 @@ def test_fix_snippets_are_checked_against_the_installed_release(tmp_path: Path, 
     assert "WidgetConfig(...) raised ValueError: mode must be 'fast' or 'slow', not 'sideways'" in messages
     assert "failpedia_fixture has no attribute 'missing_function'" in messages
     assert any("not_installed_anywhere is not installed" in n for n in report.notes)
+    assert any("WidgetConfig(...) needs hardware this machine lacks: RuntimeError: mode 'gpu' needs a CUDA device" in n for n in report.notes)
     line = text[first - 1]
     assert next(p for p in report.problems if p.line == first + 4).col == len(line) - len(line.lstrip()) + 1 + len("config = ")
