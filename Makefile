@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 DEPS_STAMP := $(VENV)/.deps-$(shell cksum pyproject.toml | cut -d' ' -f1)
 TEST_STAMP := $(VENV)/.test-deps-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: site test check serve clean chromium java neovim vscode-check
+.PHONY: site test check serve verify clean chromium java neovim vscode-check
 
 site: $(DEPS_STAMP)
 	$(PY) -m generator build
@@ -67,3 +67,9 @@ vscode-check:
 
 clean:
 	rm -rf site .cache .pytest_cache
+
+# Run every entry's reproduce script in the sandbox and check the fix snippets (generator/verify.py).
+# Installs packages (one cached environment per package set under .cache/verify/venvs/); not part
+# of `make test`. Writes entries/verified.yaml. E.g. make verify VERIFY_ARGS="cuda-out-of-memory --no-record"
+verify: $(DEPS_STAMP)
+	$(PY) -m generator verify --snippets $(VERIFY_ARGS)

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 from .load import LoadError, PathKey, load_yaml, shown
 from .problems import BuildFailed, Problem
 from .read import Source
-from .schema import SLUG_RE, Category, Entry, Tag
-from .validate import Head, Parsed, parse_categories, parse_entry, parse_synonyms, parse_tags, suggest
+from .schema import SLUG_RE, Category, Entry, Tag, Verification
+from .validate import Head, Parsed, parse_categories, parse_entry, parse_synonyms, parse_tags, parse_verified, suggest
 
 __all__ = ["Catalog", "Record", "Stored", "build_catalog", "normalize_tag"]
 
@@ -89,6 +89,7 @@ class Catalog:
     caused_by: dict[str, tuple[str, ...]]  # slug → slugs whose `often_causes` names it
     similar: dict[str, tuple[str, ...]]  # slug → entries sharing the most tags
     synonyms: tuple[tuple[str, ...], ...] = ()  # synonyms.yaml: groups of spellings search treats as one
+    verified: dict[str, Verification] = field(default_factory=dict)  # the verify record's items, by slug
     warning_count: int = 0
     make_warnings: Callable[[], tuple[Problem, ...]] = field(default=tuple, repr=False, compare=False)
     memo: Memo | None = field(default=None, repr=False, compare=False)  # see `derived`
@@ -290,6 +291,16 @@ def _shape(records: dict[str, Record], categories: dict[str, Category]) -> str:
 ParseResult = tuple[Parsed | None, list[Problem]]
 
 
+@dataclass(frozen=True)
+class _At:
+    """A known position, answering `where` as a file's positions do (for warnings on the record)."""
+
+    at: tuple[int, int]
+
+    def where(self, path: Any, *, key: bool = False) -> tuple[int, int]:
+        return self.at
+
+
 def build_catalog(
     source: Source, parsed_files: Mapping[str, ParseResult] | None = None, store: MutableMapping[str, Any] | None = None
 ) -> Catalog:
@@ -346,6 +357,10 @@ def build_catalog(
             for t in dupes:
                 problems.append(Problem(rec.path, *loaded.where((fname,)), f"{fname}: '{t}' is listed twice"))
 
+    record: dict[str, tuple[Verification, tuple[int, int]]] = {}
+    if source.verified is not None:
+        record, errs = parse_verified(source.verified[1], source.verified[0])
+        problems.extend(errs)
     for path, raw, reported in failed:  # a place that has an error already gets no second one
         problems.extend(p for p in _unparsed_checks(raw, path, aliases, known) if (p.line, p.col) not in reported)
     raws = {path: raw for path, _category, _slug, raw in source.entries}
@@ -384,6 +399,14 @@ def build_catalog(
                 pending.append((rec.path, parsed[slug][2].loaded, ("related", i), f"related link to '{target}' is not returned (add '{slug}' to its related)"))
         if not backlinks[slug] and not caused_by[slug]:
             pending.append((rec.path, None, None, "no entry links here (add it to a related list)"))
+    if source.verified is not None:
+        for slug, (v, at) in record.items():
+            target = records.get(slug)
+            if target is None:
+                pending.append((source.verified[0], _At(at), (), f"verified.{slug}: no entry '{slug}' (run 'failpedia verify' to rewrite the record)"))
+            elif v.reproduce != target.head.reproduce_key:
+                pending.append((source.verified[0], _At(at), (), f"verified.{slug}: recorded for an earlier version of its reproduce section "
+                                f"or fingerprints, so not shown; run 'failpedia verify {slug}'"))
     if source.tags is not None:
         for t, slugs in by_tag.items():
             if len(slugs) == 1:
@@ -404,6 +427,7 @@ def build_catalog(
         caused_by=caused_by,
         synonyms=synonyms,
         similar=memo.get("similar", lambda: _similar(records, by_tag)) if memo is not None else _similar(records, by_tag),
+        verified={slug: v for slug, (v, _at) in sorted(record.items()) if slug in records},
         warning_count=len(pending),
         make_warnings=make_warnings,
         memo=memo,

@@ -162,6 +162,98 @@ def serve_hint(out: Path) -> str:
     if not flags and Path("Makefile").is_file():
         hint = f"'make serve' (or {hint})"
     return hint
+def _positive(text: str) -> float:
+    """--timeout-scale: a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number above 0, not {text}")
+    return value
+
+
+def _untrusted(text: str, indent: str = "    | ") -> str:
+    """A reproduction's output, quoted line by line: escape sequences are shown, never obeyed."""
+    from .load import shown
+
+    return "\n".join(indent + shown(line, 400) for line in text.split("\n"))
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    import datetime
+
+    from .build import load_catalog
+    from .read import RECORD
+    from .verify import InstallError, Options, check_snippets, snippet_packages, update_record, verify_entries
+
+    entries = Path(args.entries)
+    try:
+        catalog = load_catalog(entries)
+    except BuildFailed as e:
+        _print_problems(e.problems)
+        print("verify: the entries have errors ('failpedia check' lists them); nothing was run", file=sys.stderr)
+        return 1
+    options = Options(
+        venv_dir=Path(args.venv_dir), python=args.python or sys.executable, timeout_scale=args.timeout_scale, memory_mb=args.memory,
+        find_links=tuple(args.find_links), extra_index_urls=tuple(args.extra_index_url), no_index=args.no_index, allow_source_builds=args.allow_source_builds,
+    )
+    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    outcomes = []
+    failed = False
+    if not args.snippets_only:
+        for o in verify_entries(catalog, args.slugs, options, today):
+            outcomes.append(o)
+            if args.json:
+                continue
+            if o.status == "reproduced":
+                pkgs = ", ".join(f"{k} {v}" for k, v in o.packages.items()) or "no packages"
+                reuse = "" if o.venv_reused else ", new environment"
+                print(f"reproduced      {o.path} ({o.seconds:.1f} s; {pkgs}; Python {o.python}{reuse}; "
+                      f"fingerprint{'s' * (len(o.matched) != 1)} {', '.join(map(str, o.matched))} matched)", flush=True)
+            elif o.status == "not-reproduced":
+                print(f"NOT REPRODUCED  {o.path}: {o.reason}; the output ended with:\n{_untrusted(o.output_tail)}", flush=True)
+            elif o.status == "skipped":
+                print(f"skipped         {o.path}: {o.reason}", flush=True)
+            else:
+                print(f"ERROR           {o.reason}", flush=True)
+        failed = any(o.status in ("not-reproduced", "error") for o in outcomes)
+    record_note = ""
+    if outcomes and not args.no_record:
+        record = Path(args.record) if args.record else entries / RECORD
+        changed = update_record(record, outcomes, set(catalog.records))
+        record_note = f"; record {record} {'updated' if changed else 'unchanged'}"
+    report = None
+    if args.snippets or args.snippets_only:
+        packages = args.snippet_package or snippet_packages(Path(args.project))
+        try:
+            report = check_snippets(catalog, args.slugs, packages, options)
+        except InstallError as e:
+            print(f"failpedia: error: {e}", file=sys.stderr)
+            return 1
+        failed = failed or bool(report.problems)
+    if args.json:
+        doc: dict[str, object] = {"outcomes": [o.as_json() for o in outcomes]}
+        if report is not None:
+            doc["snippets"] = {
+                "snippets": report.snippets, "checked": report.checked, "constructed": report.constructed, "notes": report.notes,
+                "problems": [{"path": p.path, "line": p.line, "col": p.col, "message": p.message} for p in report.problems],
+            }
+        print(json.dumps(doc, indent=2))
+        return 1 if failed else 0
+    if not args.snippets_only:
+        counts = {s: sum(o.status == s for o in outcomes) for s in ("reproduced", "not-reproduced", "skipped", "error")}
+        if not outcomes:
+            print("no entry has a reproduce section" if not args.slugs else "nothing to verify")
+        print(f"{counts['reproduced']} reproduced, {counts['not-reproduced']} not reproduced, {counts['skipped']} skipped, "
+              f"{counts['error']} error{'s' * (counts['error'] != 1)}{record_note}")
+    if report is not None:
+        _print_problems(report.problems)
+        for note in report.notes:
+            print(f"note: {note}")
+        print(f"snippets: {report.snippets} checked in {report.checked} calls ({report.constructed} objects constructed), "
+              f"{len(report.problems)} problem{'s' * (len(report.problems) != 1)}")
+    return 1 if failed else 0
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -333,6 +425,34 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--templates", default=None, metavar="DIR", help="jinja templates and static files (default: the ones shipped in templates/)")
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser(
+        "verify", help="run entries' reproduce scripts in a sandbox and record whether they show their fingerprints",
+        description="Run each entry's reproduce script (code from the entry's author: only this command runs it) in its own "
+        "virtual environment, in a scratch folder with a minimal environment and time and memory limits, and match its "
+        "output with diagnose's rules. Records the outcome in the entries folder's verified.yaml, which the entry pages show.",
+    )
+    p.add_argument("slugs", nargs="*", metavar="SLUG", help="entries to verify (default: every entry with a reproduce section)")
+    p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
+    p.add_argument("--record", default=None, metavar="FILE", help="where to record the outcomes (default: DIR/verified.yaml of --entries)")
+    p.add_argument("--no-record", action="store_true", help="record nothing")
+    p.add_argument("--venv-dir", default=".cache/verify/venvs", metavar="DIR",
+                   help="where the virtual environments are kept, one per package set (default: .cache/verify/venvs)")
+    p.add_argument("--python", default=None, metavar="PATH", help="the Python the environments are made from (default: the one running failpedia)")
+    p.add_argument("--timeout-scale", type=_positive, default=1.0, metavar="X", help="multiply each entry's reproduce.timeout by X (default: 1)")
+    p.add_argument("--memory", type=_at_least_one, default=8192, metavar="MB", help="address-space limit of a run in MiB (default: 8192)")
+    p.add_argument("--find-links", action="append", default=[], metavar="DIR|URL", help="pip --find-links: look for wheels here too (repeatable)")
+    p.add_argument("--extra-index-url", action="append", default=[], metavar="URL",
+                   help="pip --extra-index-url (repeatable), e.g. https://download.pytorch.org/whl/cpu for CPU-only torch")
+    p.add_argument("--no-index", action="store_true", help="pip --no-index: install only from --find-links")
+    p.add_argument("--allow-source-builds", action="store_true", help="let pip build packages from source (runs their build code; default: wheels only)")
+    p.add_argument("--snippets", action="store_true", help="also check the Python fix snippets (imports, attribute paths, arguments)")
+    p.add_argument("--snippets-only", action="store_true", help="check the fix snippets only; run no reproduction")
+    p.add_argument("--snippet-package", action="append", default=[], metavar="REQ",
+                   help="a package for the snippet check (repeatable; default: [tool.failpedia.verify] snippet-packages)")
+    p.add_argument("--json", action="store_true", help="print one JSON document for tools")
+    p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("schema", help="print the entry JSON Schema")
     p.set_defaults(func=cmd_schema)

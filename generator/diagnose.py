@@ -53,7 +53,7 @@ from .rankrules import RANK_RULES
 from .locate import Encyclopedia, locate
 from .patterns import MAX_LINE, compile_pattern, plain_number, required_literals
 
-__all__ = ["Match", "Matcher", "diagnose_bytes", "matcher_spec", "rank_hits", "rank_of"]
+__all__ = ["Match", "Matcher", "diagnose_bytes", "fingerprint_item", "matcher_spec", "rank_hits", "rank_of"]
 
 MIN_SCORE = 6
 NEAR_BONUS = 2
@@ -68,6 +68,25 @@ RANK_PATTERNS = [r"\[rank(\d{1,6})\]:", r"\[default(\d{1,6})\]:", r"^(\d{1,6}): 
 
 _ANSI_BYTES = re.compile(ANSI_PATTERN.encode())
 _RANK_RES = [re.compile(p, re.ASCII) for p in RANK_PATTERNS]
+
+
+def fingerprint_item(slug: str, index: int, fp: Any) -> dict[str, Any]:
+    """One fingerprint of the matcher definition, from an entry head's fingerprint
+    (validate.FingerprintHead): what `/api/fingerprints.json` lists and `failpedia verify` matches."""
+    return {
+        "slug": slug,
+        "id": f"{slug}#{index}",
+        "pattern": fp.pattern,
+        "near": fp.near,
+        "window": fp.window,
+        "strength": fp.strength,
+        "score": fp.score,
+        "rising": fp.rising,
+        "share_above": fp.share_above,
+        "times": fp.times,
+        "literals": list(fp.literals),
+        "near_literals": list(fp.near_literals),
+    }
 
 
 def matcher_spec(fingerprints: dict[str, Any]) -> dict[str, Any]:

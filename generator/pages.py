@@ -22,11 +22,11 @@ from .safejson import safe_json as _json
 from .catalog import Catalog, Record
 from .config import Config
 from .gitdates import date_key
-from .diagnose import matcher_spec
+from .diagnose import fingerprint_item, matcher_spec
 from .schema import STACK_NAMES, Entry, entry_json_schema
 from .searchindex import PAIRS_ON_SEARCH_PAGE, search_files, search_files_key, tag_pairs
 
-__all__ = ["Page", "entry_data", "entry_fragments", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages"]
+__all__ = ["PLATFORM_NAMES", "Page", "entry_data", "entry_fragments", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages", "verification"]
 
 FEED_ITEMS = 50  # the most recently updated entries in feed.xml
 
@@ -155,6 +155,26 @@ def _titled(text: str, titles: dict[str, str], own: str) -> str:
     return md.MENTION_RE.sub(lambda m: titles[m.group(0)] if m.group(0) in titles and m.group(0) != own else m.group(0), text)
 
 
+PLATFORM_NAMES = {"cpu": "CPU", "cuda": "a CUDA GPU", "multi-gpu": "several GPUs"}
+
+
+def verification(catalog: Catalog, rec: Record) -> dict[str, Any] | None:
+    """What the entry page says of the verify record (`entries/verified.yaml`): None when the entry
+    was never verified, or only in an earlier version of its reproduce section. Plain values in
+    the page's planned context, so that a change in the record is part of the page's key."""
+    v = catalog.verified.get(rec.slug)
+    if v is None or not rec.head.reproduce_key or v.reproduce != rec.head.reproduce_key:
+        return None
+    return {
+        "reproduced": v.result == "reproduced",
+        "date": v.date,
+        "platform": PLATFORM_NAMES[v.platform.value],
+        "python": v.python,
+        "packages": ", ".join(f"{name} {version}" for name, version in sorted(v.packages.items(), key=lambda p: p[0].lower())),
+        "reason": v.reason or "",
+    }
+
+
 def _link_groups(catalog: Catalog, rec: Record) -> dict[str, list[dict[str, Any]]]:
     """The "Related failures" lists, in the order the page shows them; each linked entry appears
     once, under the first (most specific) heading that names it."""
@@ -239,26 +259,7 @@ def _fingerprint_list_json(catalog: Catalog) -> bytes:
 
 
 def _fingerprint_list(catalog: Catalog) -> list[dict[str, Any]]:
-    out = []
-    for slug, rec in catalog.records.items():
-        for i, fp in enumerate(rec.head.fingerprints):
-            out.append(
-                {
-                    "slug": slug,
-                    "id": f"{slug}#{i}",
-                    "pattern": fp.pattern,
-                    "near": fp.near,
-                    "window": fp.window,
-                    "strength": fp.strength,
-                    "score": fp.score,
-                    "rising": fp.rising,
-                    "share_above": fp.share_above,
-                    "times": fp.times,
-                    "literals": list(fp.literals),
-                    "near_literals": list(fp.near_literals),
-                }
-            )
-    return out
+    return [fingerprint_item(slug, i, fp) for slug, rec in catalog.records.items() for i, fp in enumerate(rec.head.fingerprints)]
 
 
 def _matcher_entries(catalog: Catalog) -> dict[str, Any]:
@@ -350,7 +351,8 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         named = {s for s in (*rec.head.xrefs, *rec.head.mentions) if s in catalog.records}  # their titles show in the text
         linked = tuple(sorted({s for g in groups for s in g} - {slug} | named))
         add(
-            f"{slug}/index.html", "entry.html", {"title": rec.head.title, "description": rec.head.summary}, (slug,), cards=linked,
+            f"{slug}/index.html", "entry.html", {"title": rec.head.title, "description": rec.head.summary, "verified": verification(catalog, rec)},
+            (slug,), cards=linked,
             make=partial(_entry_page, catalog, rec, config, dates),
             # the lists of linked entries depend on other entries' tags too: they are part of the key
             extra=repr((groups, dates.get(_key(rec), ""))),

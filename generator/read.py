@@ -17,11 +17,12 @@ from .load import MAX_BYTES, shown
 from .problems import FailpediaError, Problem, SetupError
 from .schema import SLUG_RE
 
-__all__ = ["FileSig", "Source", "file_sig", "read_entry", "read_source"]
+__all__ = ["RECORD", "FileSig", "Source", "file_sig", "read_entry", "read_source"]
 
 FileSig = tuple[int, int, int, int]  # size, mtime and ctime in ns, inode: what a rewrite changes
 REGISTRIES = ("tags.yaml", "categories.yaml", "synonyms.yaml")
 OPTIONAL = ("synonyms.yaml",)  # registries an entries folder may leave out
+RECORD = "verified.yaml"  # what `failpedia verify` saw (optional; written by verify.py)
 MAX_FILES = 200_000  # entry files; twice the largest corpus benchmarked (100,000)
 
 
@@ -38,6 +39,7 @@ class Source:
     entries: tuple[tuple[str, str, str, bytes | None], ...]
     problems: tuple[Problem, ...]
     signatures: dict[str, FileSig] = field(default_factory=dict)  # display path → the file's FileSig when read
+    verified: tuple[str, bytes] | None = None  # the verify record, RECORD, when there is one
     synonyms: tuple[str, bytes] | None = None  # the optional synonyms.yaml
 
 
@@ -115,6 +117,11 @@ def read_source(root: Path, display_root: str | None = None, known: Mapping[str,
             continue
         data = _read(root / name, display, root_real, problems)
         registries[name] = (display, data) if data is not None else None
+    verified = None
+    if (root / RECORD).exists():
+        display = _display(root, display_root, RECORD)
+        data = _read(root / RECORD, display, root_real, problems)
+        verified = (display, data) if data is not None else None
 
     entries: list[tuple[str, str, str, bytes | None]] = []
     sigs: dict[str, FileSig] = {}
@@ -124,7 +131,7 @@ def read_source(root: Path, display_root: str | None = None, known: Mapping[str,
         if child.name.startswith("."):
             continue
         if child.is_file(follow_symlinks=False) or (child.is_symlink() and not child.is_dir()):
-            if child.name not in REGISTRIES:
+            if child.name not in REGISTRIES and child.name != RECORD:
                 problems.append(Problem(display, 0, 0, "stray file: entries go in <category>/<slug>.yaml"))
             continue
         if not child.is_dir(follow_symlinks=False):
@@ -173,6 +180,7 @@ def read_source(root: Path, display_root: str | None = None, known: Mapping[str,
         entries=tuple(entries),
         problems=tuple(problems),
         signatures=sigs,
+        verified=verified,
     )
 
 

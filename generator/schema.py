@@ -31,6 +31,7 @@ __all__ = [
     "Strength",
     "Symptom",
     "Tag",
+    "Verification",
     "Verify",
     "VersionRange",
     "entry_json_schema",
@@ -286,6 +287,32 @@ class Reproduce(_Model):
     """Indexes (from 0) of the fingerprints that the script's output must match."""
     timeout: Annotated[int, Field(ge=1, le=1800)] = 300
     """Seconds the script may run."""
+
+
+class Verification(_Model):
+    """What `failpedia verify` ran and saw for one entry's reproduction: one item of
+    `entries/verified.yaml`. Written by the tool, not by hand; the entry page shows it."""
+
+    result: Annotated[str, StringConstraints(pattern=r"^(reproduced|not-reproduced)$")]
+    """reproduced: every fingerprint in `reproduce.matches` matched the script's output; not-reproduced: not so."""
+    date: Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}$")]
+    """The day of the run (UTC), YYYY-MM-DD."""
+    platform: Platform
+    """What it ran on: cpu, cuda or multi-gpu."""
+    python: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+[0-9A-Za-z.+-]{0,20}$")]
+    """The Python version the script ran under."""
+    packages: Annotated[dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,60}$")],
+                             Annotated[str, StringConstraints(pattern=r"^[0-9A-Za-z][0-9A-Za-z.+!_-]{0,40}$")]], Field(max_length=20)] = {}
+    """The version installed of each package the reproduction names."""
+    expected: Annotated[list[Annotated[int, Field(ge=0, le=19)]], Field(max_length=20)] = []
+    """The fingerprints it had to match (`reproduce.matches`)."""
+    matched: Annotated[list[Annotated[int, Field(ge=0, le=19)]], Field(max_length=20)] = []
+    """The fingerprints that matched its output."""
+    reason: Line | None = None
+    """Why it did not reproduce (a fingerprint that did not match, a time-out, an exit code)."""
+    reproduce: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    """The digest of the reproduce section and its fingerprints at the run: a record of an
+    earlier version of them is not shown."""
 
 
 class FaqItem(_Model):

@@ -20,9 +20,12 @@ from .entrytext import text_fields
 from .load import LoadError, Loaded, PackedPositions, load_yaml, shown
 from .patterns import MAX_LINE, check_pattern, compile_pattern, plain_number, required_literals
 from .problems import Problem
-from .schema import STRENGTH_SCORE, Category, Entry, Fingerprint, Language, SynonymGroup, Tag
+from .schema import SLUG_RE, STRENGTH_SCORE, Category, Entry, Fingerprint, Language, SynonymGroup, Tag, Verification
 
-__all__ = ["FingerprintHead", "Head", "Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "suggest"]
+__all__ = [
+    "FingerprintHead", "Head", "Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "parse_verified", "reproduce_key",
+    "suggest",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -75,6 +78,7 @@ class Head:
     fingerprints_key: str
     matcher_key: str
     text_key: str  # of the searchable text (entrytext.text_fields): what the search index holds of it
+    reproduce_key: str = ""  # reproduce_key(entry): what a verify record must name to be shown
 
     @classmethod
     def of(cls, e: Entry) -> "Head":
@@ -84,7 +88,7 @@ class Head:
         matcher_key = _digest(repr((e.title, e.summary, e.fix.summary, first_steps, tuple(e.often_causes), fingerprints_key)))
         xrefs, mentions = cross_references(e)
         return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary, first_steps, xrefs, mentions,
-                   fingerprints, fingerprints_key, matcher_key, _digest(repr(sorted(text_fields(e).items()))))
+                   fingerprints, fingerprints_key, matcher_key, _digest(repr(sorted(text_fields(e).items()))), reproduce_key(e))
 
 
 def cross_references(e: Entry) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -105,6 +109,15 @@ def prose_fields(e: Entry) -> list[str]:
     out += [x for f in e.faq for x in (f.q, f.a)]
     out += [x for d in e.dead_ends for x in (d.attempt, d.why)]
     return out
+
+
+def reproduce_key(e: Entry) -> str:
+    """The digest of an entry's reproduce section and of the fingerprints it must match ('' when it
+    has none): a verify record made for other ones says nothing about these."""
+    if e.reproduce is None:
+        return ""
+    named = [e.fingerprints[i].model_dump(mode="json", exclude={"examples"}) for i in e.reproduce.matches if i < len(e.fingerprints)]
+    return _digest(repr((e.reproduce.model_dump(mode="json"), named)))
 
 
 def _digest(text: str) -> str:
@@ -363,3 +376,29 @@ def parse_synonyms(raw: bytes, path: str) -> tuple[list[tuple[SynonymGroup, tupl
 
 def parse_categories(raw: bytes, path: str) -> tuple[list[tuple[Category, tuple[int, int]]], list[Problem]]:
     return _parse_list(Category, raw, path, "categories")
+
+
+def parse_verified(raw: bytes, path: str) -> tuple[dict[str, tuple[Verification, tuple[int, int]]], list[Problem]]:
+    """The verify record (`entries/verified.yaml`): slug → its Verification and position."""
+    loaded, problems = _load(raw, path)
+    if loaded is None:
+        return {}, problems
+    data = loaded.data
+    if not isinstance(data, dict) or set(data) != {"verified"} or not isinstance(data["verified"], dict):
+        return {}, [Problem(path, 1, 1, "expected a mapping with a single key 'verified' holding slug: result items")]
+    items: dict[str, tuple[Verification, tuple[int, int]]] = {}
+    for slug, item in data["verified"].items():
+        at = loaded.where(("verified", slug), key=True)
+        if not isinstance(slug, str) or not SLUG_RE.fullmatch(slug):
+            problems.append(Problem(path, *at, f"{shown(str(slug), 80)!r} is not an entry slug"))
+            continue
+        sub = Loaded(
+            item,
+            {k[2:]: v for k, v in loaded.positions.items() if k[:2] == ("verified", slug)},
+            {k[2:]: v for k, v in loaded.key_positions.items() if k[:2] == ("verified", slug)},
+        )
+        value, errs = _validate(Verification, sub, path)
+        problems.extend(Problem(p.path, p.line, p.col, f"verified.{slug}: {p.message}") for p in errs)
+        if value is not None:
+            items[slug] = (value, at)
+    return items, problems

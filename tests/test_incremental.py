@@ -552,3 +552,24 @@ def test_cross_entry_errors_keep_their_positions_through_the_cache(project) -> N
             incremental(project)
         (problem,) = [p for p in failed.value.problems if p.severity == "error"]
         assert (problem.line, problem.col) == (line, 3) and "related[1]: no entry 'gpu-om'" in problem.message
+
+
+def test_a_change_in_the_verify_record_renders_only_that_entry_page_again(project) -> None:
+    from generator.build import load_catalog
+
+    edit_entry(project, "memory/gpu-oom.yaml", reproduce={
+        "platform": "cpu", "packages": ["torch>=2.6,<3"], "script": "print('CUDA out of memory. Tried to allocate 20 MiB')\n", "matches": [0]})
+    incremental(project)
+    key = load_catalog(project["entries"]).records["gpu-oom"].head.reproduce_key
+    item = {"result": "reproduced", "date": "2026-12-01", "platform": "cpu", "python": "3.11.7", "packages": {"torch": "2.14.1"},
+            "expected": [0], "matched": [0], "reproduce": key}
+    site = project["site"]
+    for date in ("2026-12-01", "2026-12-08"):  # the first record, then a later run
+        before = {p: p.stat().st_ino for p in site.rglob("*.html")}
+        write_tree(project["entries"], {"verified.yaml": {"verified": {"gpu-oom": {**item, "date": date}}}})
+        result = incremental(project)
+        assert not result.unchanged
+        redone = {p.relative_to(site).as_posix() for p, ino in before.items() if p.stat().st_ino != ino}
+        assert redone == {"gpu-oom/index.html"}
+        assert f"Error text reproduced with torch 2.14.1 on CPU (Python 3.11.7), <time datetime=\"{date}\">" in (site / "gpu-oom/index.html").read_text()
+        assert_same_as_cold(project)

@@ -242,8 +242,7 @@ def test_contributing_covers_the_workflow_and_readme_links_it() -> None:
 
 
 def test_ci_checks_tests_and_builds_every_pull_request_and_deploys_main() -> None:
-    workflows = list((REPO / ".github/workflows").glob("*.yml"))
-    assert workflows
+    workflows = [REPO / ".github/workflows/ci.yml"]  # verify.yml: test_verify_workflow_runs_strangers_code_without_secrets
     runs: list[str] = []
     uses: list[str] = []
     for wf in workflows:
@@ -283,3 +282,18 @@ def test_pull_request_template_has_the_entry_checklist() -> None:
     assert len(items) >= 6
     for must in ("failpedia check", "failpedia serve", "reference", "real logs", "related"):
         assert any(must in item for item in items), must
+
+
+def test_verify_workflow_runs_strangers_code_without_secrets() -> None:
+    text = (REPO / ".github/workflows/verify.yml").read_text()
+    data = yaml.safe_load(text)
+    triggers = data[True] if True in data else data["on"]
+    assert set(triggers) == {"pull_request", "schedule", "workflow_dispatch"} and "entries/**" in triggers["pull_request"]["paths"]
+    code = "\n".join(line.split("#")[0] for line in text.splitlines())  # the comments explain why not
+    assert "pull_request_target" not in code and "secrets." not in code
+    assert data["permissions"] == {"contents": "read"} and all("permissions" not in job for job in data["jobs"].values())
+    steps = [s for job in data["jobs"].values() for s in job["steps"]]
+    checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["persist-credentials"] is False
+    assert any("failpedia verify --snippets" in s.get("run", "") for s in steps)
+    assert "verify:" in (REPO / "Makefile").read_text() and "failpedia verify" not in (REPO / "Makefile").read_text().split("\ntest:")[1].split("\n\n")[0]
