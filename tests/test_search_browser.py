@@ -87,7 +87,7 @@ def test_typing_tags_lists_the_entry_about_both_first(tab: Page) -> None:
     assert slugs[0] == "ddp-oom-during-allreduce"
     chips = tab.page.locator(".result").first.locator(".chip").all_inner_texts()
     assert {"#ddp", "#oom"} <= set(chips)
-    assert tab.page.locator(".result").first.locator(".result-summary").inner_text().startswith("DistributedDataParallel")
+    assert tab.page.locator(".result").first.locator(".result-summary").inner_text().startswith("A step that fits on one GPU runs out of memory under DistributedDataParallel")
     assert tab.page.locator(".result mark").count() > 0  # highlighted excerpts
 
 

@@ -271,8 +271,8 @@ def test_the_entry_page_shows_the_record_of_its_current_reproduction(tmp_path: P
     entry["reproduce"]["script"] += "# changed\n"
     (entries / "memory/widget-overflow.yaml").write_text(yaml.safe_dump(entry))
     assert "reproduce" not in _page(entries, tmp_path).split("<main", 1)[1].split("Quick answer")[0]
-    code, out, _ = run_cli("check", "--entries", str(entries))
-    assert code == 0 and "verified.yaml" in out and "earlier version of its reproduce section" in out
+    code, out, _ = run_cli("check", "--strict", "--entries", str(entries))  # a stale record is a suggestion: --strict lists it
+    assert code == 1 and "verified.yaml" in out and "earlier version of its reproduce section" in out
 
 
 def test_a_broken_record_is_an_error_at_its_line(tmp_path: Path, run_cli) -> None:
