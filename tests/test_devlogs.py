@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 ISSUE_URL = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$")
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
-# Measured on the set as committed (168 logs, 62 entries): 159/168 right first over all logs,
-# 60/69 over the labelled ones. The floors allow losing about one labelled log, no more.
+# Measured on the set as committed (168 logs, 63 entries): 159/168 right first over all logs,
+# 61/70 over the labelled ones. The floors allow losing about one labelled log, no more.
 FLOOR_ALL = 0.93
 FLOOR_LABELLED = 0.84
 
