@@ -11,8 +11,9 @@ by the same rules, in integers, so both give the same order:
   when no entry matches them all, the entries that match the most of them rank.
 - A clause's worth in an entry is the best of its matches: the word itself (6), a synonym's
   group (5), a longer word it starts (3), a word one typo away (2, for words of 5+ letters,
-  only when the word itself is in no entry), each times the term's weight in the entry (title,
-  by how much of it the term covers; then quick answer and tags; then symptoms and fingerprint
+  only when the word itself is in no entry; a longer word or a typo is worth no more than the
+  typed word's rarity), each times the term's weight in the entry (title,
+  by how much of it the term covers; then quick answer and tags, the first tag most; then symptoms and fingerprint
   examples; then the body) and its rarity (idf).
 - Identifiers (`NCCL_BUFFSIZE`, `torch.cuda.OutOfMemoryError`, `c10::DistBackendError`,
   `-9`, `--nproc_per_node`) match whole and exactly (case-insensitively), never split into parts.
@@ -365,19 +366,22 @@ def query_clauses(free: str, synonyms: Synonyms) -> tuple[tuple[str, str], ...]:
 def entry_texts(rec: Record, catalog: Catalog) -> dict[str, list[str]]:
     """An entry's searchable text by field. The title field holds the slug's words too (the
     entry's short name says what it is about: `device-mismatch`); the tags field, its tags'
-    names and aliases."""
+    names and aliases, one line per tag, in the entry's order."""
     fields = text_fields(rec.entry)
-    spellings = [s.replace("-", " ") for t in rec.tags for s in (t, *(catalog.tags[t].aliases if t in catalog.tags else ()))]
-    return {"title": [*fields["title"], rec.slug.replace("-", " ")], "summary": fields["summary"], "tags": [" . ".join(spellings)],
+    spellings = [" . ".join(s.replace("-", " ") for s in (t, *(catalog.tags[t].aliases if t in catalog.tags else ()))) for t in rec.tags]
+    return {"title": [*fields["title"], rec.slug.replace("-", " ")], "summary": fields["summary"], "tags": spellings,
             "symptoms": fields["symptoms"], "body": fields["body"]}
 
 
 FIELDS = ("title", "summary", "tags", "symptoms", "body")
 # What a match in each field is worth: the title, the quick answer and the tags say what an entry
-# is about; the body only mentions things.
-WEIGHTS = {"title": 10, "summary": 6, "tags": 6, "symptoms": 3, "body": 1}
+# is about; the body only mentions things. The title counts most, by how much of it the term
+# covers: the entry about a thing ('CUDA out of memory') outranks those whose titles add
+# qualifiers to it ('DDP OOM during allreduce').
+WEIGHTS = {"title": 20, "summary": 6, "tags": 6, "symptoms": 3, "body": 1}
 EXACT, GROUP, PREFIX, TYPO = 6, 5, 3, 2  # what a clause's match is worth, by kind
 PREFIX_MAX = 16  # terms a word's prefix expands to at most (the most common ones)
+TAG_FIRST, TAG_OTHER = 1.0, 0.5  # a term's worth in the tags field (times its weight): in the first tag, in another
 TYPO_MIN = 5  # letters a word needs before a typo in it is forgiven
 
 
@@ -404,12 +408,17 @@ def doc_terms(fields: dict[str, list[str]], synonyms: Synonyms) -> dict[str, int
         for t, n in groups.items():
             counts[t] += n
         length = max(len(seq), 1)
+        # An entry's first tag names what it is about ('oom' for cuda-out-of-memory, 'ddp' for
+        # ddp-oom-during-allreduce): a term there counts more than one in a later tag.
+        first_tag = set(doc_terms({**{k: [] for k in FIELDS}, "title": fields[f][:1]}, synonyms)) if f == "tags" and fields[f] else set()
         for t, n in counts.items():
             if not n:
                 continue
             value = n / (n + 1.0)
             if f == "title":
-                value = 0.5 + 0.5 * min(1.0, covered[t] / length)
+                value = 0.25 + 0.75 * min(1.0, covered[t] / length)
+            elif f == "tags":
+                value = TAG_FIRST if t in first_tag else TAG_OTHER
             out[t] = out.get(t, 0.0) + WEIGHTS[f] * value
     return {t: round(100 * v) for t, v in out.items()}
 
@@ -492,8 +501,13 @@ def clause_scores(index: SearchIndex, clause: tuple[str, str]) -> dict[int, int]
     """doc id → what the clause is worth in it (the best of its alternatives)."""
     vocab = index.vocab.get(vocab_key(clause[1]), [])
     out: dict[int, int] = {}
+    # A longer word or a typo's neighbour is worth no more than the word typed, however rare it is
+    # ('tensor' must not rank 'tensorflow' entries above those about tensors).
+    own = index.terms[clause[1]][0] if clause[1] in index.terms else None
     for term, factor in alternatives(clause, index.synonyms, vocab, index.terms.__contains__):
         idf, postings = index.terms[term]
+        if factor in (PREFIX, TYPO) and own is not None:
+            idf = min(idf, own)
         for doc, w in postings:
             s = factor * w * idf
             if s > out.get(doc, 0):

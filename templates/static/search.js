@@ -205,7 +205,13 @@
         terms.filter(function (t) { return t.length >= R.typo_min - 1 && edit1(term, t); }).slice(0, R.prefix_max).forEach(function (t) { out.push([t, R.typo]); });
       }
     }
-    return out.map(function (a) { var f = find(a[0]); return { term: a[0], factor: a[1], idf: f.idf, chunk: f.chunk }; });
+    // A longer word or a typo's neighbour is worth no more than the word typed (search.py: clause_scores).
+    var own = find(term);
+    return out.map(function (a) {
+      var f = find(a[0]);
+      var idf = (a[1] === R.prefix || a[1] === R.typo) && own ? Math.min(f.idf, own.idf) : f.idf;
+      return { term: a[0], factor: a[1], idf: idf, chunk: f.chunk };
+    });
   }
   function postingsOf(chunk, term) { return getJSON("search/p/" + chunk + ".json").then(function (c) { return c[term]; }); }
 
