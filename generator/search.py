@@ -9,8 +9,8 @@ by the same rules, in integers, so both give the same order:
 - The free text becomes clauses: identifiers, synonym phrases (entries/synonyms.yaml), and the
   other words, stemmed (`hangs` → `hang`), function words dropped. Every clause must match;
   when no entry matches them all, the entries that match the most of them rank.
-- A clause's worth in an entry is the best of its matches: the word itself (6), a synonym's
-  group (5), a longer word it starts (3), a word one typo away (2, for words of 5+ letters,
+- A clause's worth in an entry is the best of its matches: the word or phrase itself (6), a
+  synonym's group (5), a longer word it starts (3), a word one typo away (2, for words of 5+ letters,
   only when the word itself is in no entry; a longer word or a typo is worth no more than the
   typed word's rarity), each times the term's weight in the entry (title,
   by how much of it the term covers; then quick answer and tags, the first tag most; then symptoms and fingerprint
@@ -55,6 +55,7 @@ __all__ = [
     "doc_terms",
     "edit1",
     "fingerprint_scores",
+    "phrase_term",
     "query_clauses",
     "rank",
     "stem",
@@ -223,10 +224,17 @@ def member_terms(spelling: str) -> tuple[str, ...]:
     return tuple(words_of(spelling))
 
 
+def phrase_term(words: tuple[str, ...] | list[str]) -> str:
+    """The term of a synonym phrase (its stemmed words): '^' + the words joined by '_'."""
+    return "^" + "_".join(words)
+
+
 @dataclass(frozen=True)
 class Synonyms:
     """The synonym groups of entries/synonyms.yaml, compiled: each spelling → its group's term
-    ('~' + the group's first spelling's terms joined by '_')."""
+    ('~' + the group's first spelling's terms joined by '_'). A phrase is a term of its own too
+    ('^' + its words joined by '_'), in `words` with its group, so that the entries that use the
+    query's own phrase rank above those that say it another way, as for one word."""
 
     words: dict[str, str]  # one stemmed word or '=ident' → group term
     phrases: dict[tuple[str, ...], str]  # two or more stemmed words → group term
@@ -246,13 +254,14 @@ class Synonyms:
                     words.setdefault(m[0], term)
                 else:
                     phrases.setdefault(m, term)
+                    words.setdefault(phrase_term(m), term)
         return cls(words, phrases, max((len(p) for p in phrases), default=0))
 
     def as_json(self) -> dict[str, Any]:
         return {"words": dict(sorted(self.words.items())), "phrases": sorted([list(p), t] for p, t in self.phrases.items()), "longest": self.longest}
 
     def in_words(self, words: list[str]) -> tuple[Counter[str], Counter[str]]:
-        """Group terms of the phrases in a word sequence: how often each occurs, and how many
+        """Group terms and phrase terms of the phrases in a word sequence: how often each occurs, and how many
         words those occurrences cover."""
         out: Counter[str] = Counter()
         covered: Counter[str] = Counter()
@@ -264,8 +273,9 @@ class Synonyms:
                 for n in range(2, self.longest + 1):
                     term = self.phrases.get(tuple(words[i : i + n]))
                     if term:
-                        out[term] += 1
-                        covered[term] += n
+                        for t in (term, phrase_term(words[i : i + n])):
+                            out[t] += 1
+                            covered[t] += n
         return out, covered
 
 
@@ -279,7 +289,7 @@ class Query:
     free: str  # the text without the #tag tokens
     words: tuple[str, ...]  # plain words (lower case, stemmed, identifiers left out)
     idents: tuple[str, ...]  # identifiers (lower case)
-    clauses: tuple[tuple[str, str], ...] = ()  # ('w', stemmed word) | ('i', '=ident') | ('g', group term): each must match
+    clauses: tuple[tuple[str, str], ...] = ()  # ('w', stemmed word) | ('i', '=ident') | ('p', phrase term): each must match
 
 
 def suggest_tags(catalog: Catalog, words: tuple[str, ...] | list[str], limit: int = 6) -> list[str]:
@@ -349,7 +359,7 @@ def query_clauses(free: str, synonyms: Synonyms) -> tuple[tuple[str, str], ...]:
             part = seq[i : i + n]
             term = synonyms.phrases.get(tuple(t for _, t in part)) if all(k == "w" for k, _ in part) else None
             if term:
-                out.append(("g", term))
+                out.append(("p", phrase_term([t for _, t in part])))
                 i += n
                 break
         else:
@@ -477,8 +487,6 @@ def alternatives(clause: tuple[str, str], synonyms: Synonyms, vocab: list[str], 
     """The terms a clause matches, with what each is worth (search.js's alternatives is the same).
     `vocab`: the sorted terms of the clause's vocabulary shard."""
     kind, term = clause
-    if kind == "g":
-        return [(term, EXACT)] if has(term) else []
     out: list[tuple[str, int]] = [(term, EXACT)] if has(term) else []
     group = synonyms.words.get(term)
     if group and has(group):

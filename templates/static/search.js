@@ -121,7 +121,7 @@
         var part = seqc.slice(i, i + n);
         if (!part.every(function (c) { return c[0] === "w"; })) continue;
         var key = part.map(function (c) { return c[1]; }).join(" ");
-        if (has(phrases, key)) { out.push(["g", phrases[key]]); i += n; took = true; break; }
+        if (has(phrases, key)) { out.push(["p", "^" + key.replace(/ /g, "_")]); i += n; took = true; break; }
       }
       if (!took) { out.push(seqc[i]); i++; }
     }
@@ -190,7 +190,7 @@
     }
     var kind = clause[0], term = clause[1];
     var out = find(term) ? [[term, R.exact]] : [];
-    var group = kind !== "g" && has(meta.synonyms.words, term) ? meta.synonyms.words[term] : null;
+    var group = has(meta.synonyms.words, term) ? meta.synonyms.words[term] : null;
     if (group && find(group)) out.push([group, R.group]);
     if (kind === "w") {
       var terms = (vocab[vocabKey(term)] || { t: [] }).t;
