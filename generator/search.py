@@ -11,10 +11,10 @@ by the same rules, in integers, so both give the same order:
   when no entry matches them all, the entries that match the most of them rank.
 - A clause's worth in an entry is the best of its matches: the word or phrase itself (6), a
   synonym's group (5), a longer word it starts (3), a word one typo away (2, for words of 5+ letters,
-  only when the word itself is in no entry; a longer word or a typo is worth no more than the
-  typed word's rarity), each times the term's weight in the entry (title,
-  by how much of it the term covers; then quick answer and tags, the first tag most; then symptoms and fingerprint
-  examples; then the body) and its rarity (idf).
+  only when the word itself is in no entry), each times the term's weight in the entry (title,
+  by how much of it the term covers; then quick answer and tags, the first tag most; then
+  symptoms and fingerprint examples; then the body) and its rarity (idf); a longer word's or a
+  typo's rarity counts no more than the typed word's.
 - Identifiers (`NCCL_BUFFSIZE`, `torch.cuda.OutOfMemoryError`, `c10::DistBackendError`,
   `-9`, `--nproc_per_node`) match whole and exactly (case-insensitively), never split into parts.
   A dotted or `::` path also matches its shorter runs (`OutOfMemoryError` finds
