@@ -9,11 +9,12 @@ by the same rules, in integers, so both give the same order:
 - The free text becomes clauses: identifiers, synonym phrases (entries/synonyms.yaml), and the
   other words, stemmed (`hangs` → `hang`), function words dropped. Every clause must match;
   when no entry matches them all, the entries that match the most of them rank.
-- A clause's worth in an entry is the best of its matches: the word itself (6), a synonym's
-  group (5), a longer word it starts (3), a word one typo away (2, for words of 5+ letters,
+- A clause's worth in an entry is the best of its matches: the word or phrase itself (6), a
+  synonym's group (5), a longer word it starts (3), a word one typo away (2, for words of 5+ letters,
   only when the word itself is in no entry), each times the term's weight in the entry (title,
-  by how much of it the term covers; then quick answer and tags; then symptoms and fingerprint
-  examples; then the body) and its rarity (idf).
+  by how much of it the term covers; then quick answer and tags, the first tag most; then
+  symptoms and fingerprint examples; then the body) and its rarity (idf); a longer word's or a
+  typo's rarity counts no more than the typed word's.
 - Identifiers (`NCCL_BUFFSIZE`, `torch.cuda.OutOfMemoryError`, `c10::DistBackendError`,
   `-9`, `--nproc_per_node`) match whole and exactly (case-insensitively), never split into parts.
   A dotted or `::` path also matches its shorter runs (`OutOfMemoryError` finds
@@ -54,6 +55,7 @@ __all__ = [
     "doc_terms",
     "edit1",
     "fingerprint_scores",
+    "phrase_term",
     "query_clauses",
     "rank",
     "stem",
@@ -222,10 +224,17 @@ def member_terms(spelling: str) -> tuple[str, ...]:
     return tuple(words_of(spelling))
 
 
+def phrase_term(words: tuple[str, ...] | list[str]) -> str:
+    """The term of a synonym phrase (its stemmed words): '^' + the words joined by '_'."""
+    return "^" + "_".join(words)
+
+
 @dataclass(frozen=True)
 class Synonyms:
     """The synonym groups of entries/synonyms.yaml, compiled: each spelling → its group's term
-    ('~' + the group's first spelling's terms joined by '_')."""
+    ('~' + the group's first spelling's terms joined by '_'). A phrase is a term of its own too
+    ('^' + its words joined by '_'), in `words` with its group, so that the entries that use the
+    query's own phrase rank above those that say it another way, as for one word."""
 
     words: dict[str, str]  # one stemmed word or '=ident' → group term
     phrases: dict[tuple[str, ...], str]  # two or more stemmed words → group term
@@ -245,13 +254,14 @@ class Synonyms:
                     words.setdefault(m[0], term)
                 else:
                     phrases.setdefault(m, term)
+                    words.setdefault(phrase_term(m), term)
         return cls(words, phrases, max((len(p) for p in phrases), default=0))
 
     def as_json(self) -> dict[str, Any]:
         return {"words": dict(sorted(self.words.items())), "phrases": sorted([list(p), t] for p, t in self.phrases.items()), "longest": self.longest}
 
     def in_words(self, words: list[str]) -> tuple[Counter[str], Counter[str]]:
-        """Group terms of the phrases in a word sequence: how often each occurs, and how many
+        """Group terms and phrase terms of the phrases in a word sequence: how often each occurs, and how many
         words those occurrences cover."""
         out: Counter[str] = Counter()
         covered: Counter[str] = Counter()
@@ -263,8 +273,9 @@ class Synonyms:
                 for n in range(2, self.longest + 1):
                     term = self.phrases.get(tuple(words[i : i + n]))
                     if term:
-                        out[term] += 1
-                        covered[term] += n
+                        for t in (term, phrase_term(words[i : i + n])):
+                            out[t] += 1
+                            covered[t] += n
         return out, covered
 
 
@@ -278,7 +289,7 @@ class Query:
     free: str  # the text without the #tag tokens
     words: tuple[str, ...]  # plain words (lower case, stemmed, identifiers left out)
     idents: tuple[str, ...]  # identifiers (lower case)
-    clauses: tuple[tuple[str, str], ...] = ()  # ('w', stemmed word) | ('i', '=ident') | ('g', group term): each must match
+    clauses: tuple[tuple[str, str], ...] = ()  # ('w', stemmed word) | ('i', '=ident') | ('p', phrase term): each must match
 
 
 def suggest_tags(catalog: Catalog, words: tuple[str, ...] | list[str], limit: int = 6) -> list[str]:
@@ -348,7 +359,7 @@ def query_clauses(free: str, synonyms: Synonyms) -> tuple[tuple[str, str], ...]:
             part = seq[i : i + n]
             term = synonyms.phrases.get(tuple(t for _, t in part)) if all(k == "w" for k, _ in part) else None
             if term:
-                out.append(("g", term))
+                out.append(("p", phrase_term([t for _, t in part])))
                 i += n
                 break
         else:
@@ -365,19 +376,22 @@ def query_clauses(free: str, synonyms: Synonyms) -> tuple[tuple[str, str], ...]:
 def entry_texts(rec: Record, catalog: Catalog) -> dict[str, list[str]]:
     """An entry's searchable text by field. The title field holds the slug's words too (the
     entry's short name says what it is about: `device-mismatch`); the tags field, its tags'
-    names and aliases."""
+    names and aliases, one line per tag, in the entry's order."""
     fields = text_fields(rec.entry)
-    spellings = [s.replace("-", " ") for t in rec.tags for s in (t, *(catalog.tags[t].aliases if t in catalog.tags else ()))]
-    return {"title": [*fields["title"], rec.slug.replace("-", " ")], "summary": fields["summary"], "tags": [" . ".join(spellings)],
+    spellings = [" . ".join(s.replace("-", " ") for s in (t, *(catalog.tags[t].aliases if t in catalog.tags else ()))) for t in rec.tags]
+    return {"title": [*fields["title"], rec.slug.replace("-", " ")], "summary": fields["summary"], "tags": spellings,
             "symptoms": fields["symptoms"], "body": fields["body"]}
 
 
 FIELDS = ("title", "summary", "tags", "symptoms", "body")
 # What a match in each field is worth: the title, the quick answer and the tags say what an entry
-# is about; the body only mentions things.
-WEIGHTS = {"title": 10, "summary": 6, "tags": 6, "symptoms": 3, "body": 1}
+# is about; the body only mentions things. The title counts most, by how much of it the term
+# covers: the entry about a thing ('CUDA out of memory') outranks those whose titles add
+# qualifiers to it ('DDP OOM during allreduce').
+WEIGHTS = {"title": 20, "summary": 6, "tags": 6, "symptoms": 3, "body": 1}
 EXACT, GROUP, PREFIX, TYPO = 6, 5, 3, 2  # what a clause's match is worth, by kind
 PREFIX_MAX = 16  # terms a word's prefix expands to at most (the most common ones)
+TAG_FIRST, TAG_OTHER = 1.0, 0.5  # a term's worth in the tags field (times its weight): in the first tag, in another
 TYPO_MIN = 5  # letters a word needs before a typo in it is forgiven
 
 
@@ -404,12 +418,17 @@ def doc_terms(fields: dict[str, list[str]], synonyms: Synonyms) -> dict[str, int
         for t, n in groups.items():
             counts[t] += n
         length = max(len(seq), 1)
+        # An entry's first tag names what it is about ('oom' for cuda-out-of-memory, 'ddp' for
+        # ddp-oom-during-allreduce): a term there counts more than one in a later tag.
+        first_tag = set(doc_terms({**{k: [] for k in FIELDS}, "title": fields[f][:1]}, synonyms)) if f == "tags" and fields[f] else set()
         for t, n in counts.items():
             if not n:
                 continue
             value = n / (n + 1.0)
             if f == "title":
-                value = 0.5 + 0.5 * min(1.0, covered[t] / length)
+                value = 0.25 + 0.75 * min(1.0, covered[t] / length)
+            elif f == "tags":
+                value = TAG_FIRST if t in first_tag else TAG_OTHER
             out[t] = out.get(t, 0.0) + WEIGHTS[f] * value
     return {t: round(100 * v) for t, v in out.items()}
 
@@ -468,8 +487,6 @@ def alternatives(clause: tuple[str, str], synonyms: Synonyms, vocab: list[str], 
     """The terms a clause matches, with what each is worth (search.js's alternatives is the same).
     `vocab`: the sorted terms of the clause's vocabulary shard."""
     kind, term = clause
-    if kind == "g":
-        return [(term, EXACT)] if has(term) else []
     out: list[tuple[str, int]] = [(term, EXACT)] if has(term) else []
     group = synonyms.words.get(term)
     if group and has(group):
@@ -492,8 +509,13 @@ def clause_scores(index: SearchIndex, clause: tuple[str, str]) -> dict[int, int]
     """doc id → what the clause is worth in it (the best of its alternatives)."""
     vocab = index.vocab.get(vocab_key(clause[1]), [])
     out: dict[int, int] = {}
+    # A longer word or a typo's neighbour is worth no more than the word typed, however rare it is
+    # ('tensor' must not rank 'tensorflow' entries above those about tensors).
+    own = index.terms[clause[1]][0] if clause[1] in index.terms else None
     for term, factor in alternatives(clause, index.synonyms, vocab, index.terms.__contains__):
         idf, postings = index.terms[term]
+        if factor in (PREFIX, TYPO) and own is not None:
+            idf = min(idf, own)
         for doc, w in postings:
             s = factor * w * idf
             if s > out.get(doc, 0):

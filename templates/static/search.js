@@ -121,7 +121,7 @@
         var part = seqc.slice(i, i + n);
         if (!part.every(function (c) { return c[0] === "w"; })) continue;
         var key = part.map(function (c) { return c[1]; }).join(" ");
-        if (has(phrases, key)) { out.push(["g", phrases[key]]); i += n; took = true; break; }
+        if (has(phrases, key)) { out.push(["p", "^" + key.replace(/ /g, "_")]); i += n; took = true; break; }
       }
       if (!took) { out.push(seqc[i]); i++; }
     }
@@ -190,7 +190,7 @@
     }
     var kind = clause[0], term = clause[1];
     var out = find(term) ? [[term, R.exact]] : [];
-    var group = kind !== "g" && has(meta.synonyms.words, term) ? meta.synonyms.words[term] : null;
+    var group = has(meta.synonyms.words, term) ? meta.synonyms.words[term] : null;
     if (group && find(group)) out.push([group, R.group]);
     if (kind === "w") {
       var terms = (vocab[vocabKey(term)] || { t: [] }).t;
@@ -205,7 +205,13 @@
         terms.filter(function (t) { return t.length >= R.typo_min - 1 && edit1(term, t); }).slice(0, R.prefix_max).forEach(function (t) { out.push([t, R.typo]); });
       }
     }
-    return out.map(function (a) { var f = find(a[0]); return { term: a[0], factor: a[1], idf: f.idf, chunk: f.chunk }; });
+    // A longer word or a typo's neighbour is worth no more than the word typed (search.py: clause_scores).
+    var own = find(term);
+    return out.map(function (a) {
+      var f = find(a[0]);
+      var idf = (a[1] === R.prefix || a[1] === R.typo) && own ? Math.min(f.idf, own.idf) : f.idf;
+      return { term: a[0], factor: a[1], idf: idf, chunk: f.chunk };
+    });
   }
   function postingsOf(chunk, term) { return getJSON("search/p/" + chunk + ".json").then(function (c) { return c[term]; }); }
 
