@@ -154,7 +154,10 @@ def identifier_variants(token: str) -> frozenset[str]:
 STOP = frozenset(
     "a an and are as at be but by can could do does did for from had has have how i if in into is it its "
     "me my of on or our so that the their then there this to was we what when where which while who why "
-    "will with would you your error get got getting issue problem help fix solv".split()
+    "will with would you your error get got getting issue problem help fix solv "
+    # and the words that only place or qualify a symptom ('loss explosion during training'), stemmed
+    "dur after befor whil until only still just also even again som any every each all very too than "
+    "using sometim alway suddenly randomly".split()
 )
 _PLURALS = (("ies", "y"), ("sses", "ss"), ("ches", "ch"), ("shes", "sh"), ("xes", "x"), ("zes", "z"))
 _KEEP_S = ("ss", "us", "is")
