@@ -150,11 +150,16 @@ def _read_signed(path: Path, key: bytes) -> bytes | None:
 
 
 def _write_signed(path: Path, key: bytes, payload: bytes) -> bytes:
-    """Write `payload` with its MAC in front; returns the MAC."""
-    tmp = path.with_name(path.name + ".tmp")
+    """Write `payload` with its MAC in front; returns the MAC. The temporary name is the writer's
+    own: render workers compiling the same template write the same file at once."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     mac = _mac(key, payload)
-    tmp.write_bytes(mac + payload)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(mac + payload)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return mac
 
 

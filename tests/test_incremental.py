@@ -573,3 +573,28 @@ def test_a_change_in_the_verify_record_renders_only_that_entry_page_again(projec
         assert redone == {"gpu-oom/index.html"}
         assert f"Error text reproduced with torch 2.14.1 on CPU (Python 3.11.7), <time datetime=\"{date}\">" in (site / "gpu-oom/index.html").read_text()
         assert_same_as_cold(project)
+
+
+def _write_same_file(folder: str, rounds: int) -> None:
+    from generator.cache import _write_signed
+
+    for n in range(rounds):
+        _write_signed(Path(folder) / "templates-same.bin", b"k" * 32, b"payload %d" % n)
+
+
+def test_workers_writing_the_same_cache_file_at_once_do_not_fail(tmp_path) -> None:
+    """Render workers that compile one template at the same moment store the same cache file:
+    each writes its own temporary file, so no rename finds its file taken by another."""
+    import multiprocessing
+
+    from generator.cache import _read_signed
+
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_write_same_file, args=(str(tmp_path), 100)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    assert (_read_signed(tmp_path / "templates-same.bin", b"k" * 32) or b"").startswith(b"payload ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["templates-same.bin"]  # no temporary file left
