@@ -4,6 +4,8 @@ same width and header, and on a phone code, tables, the fix and search results s
 
 from __future__ import annotations
 
+import pytest
+
 from browser import *  # noqa: F403
 
 PHONE = {"viewport": {"width": 375, "height": 740}, "is_mobile": True, "has_touch": True}
@@ -155,4 +157,33 @@ def test_a_long_identifier_in_a_card_title_wraps_at_its_underscores_on_a_phone(b
         return out; }""")
     assert cuts, "the title fits one line: nothing to check"
     assert all(c[0] in " _" or c[1] == " " for c in cuts), cuts
+    ctx.close()
+
+
+@pytest.mark.parametrize("width", [320, 360, 375])
+def test_the_phone_header_is_two_rows_and_the_breadcrumb_one(browser, site_url: str, real_site, width: int) -> None:
+    """On a phone the header keeps to two rows (brand, links and the theme toggle; then the search
+    box, whose placeholder fits, beside Diagnose), and an entry's breadcrumb stays on one line,
+    the entry's own name cut short with an ellipsis, however long its category and title."""
+    import yaml
+
+    longest = max((p for p in (REPO / "entries").glob("*/*.yaml")), key=lambda p: len(str(yaml.safe_load(p.read_text(encoding="utf-8"))["title"])))
+    ctx = browser.new_context(viewport={"width": width, "height": 740}, is_mobile=True, has_touch=True)
+    page = ctx.new_page()
+    for path in ("", "tags/oom/", "search/", "diagnose/", longest.stem + "/"):
+        page.goto(site_url + path)
+        centers = sorted(page.eval_on_selector_all(".top > *:not([hidden])", "es => es.map(e => { const b = e.getBoundingClientRect(); return b.top + b.height / 2; })"))
+        rows = [c for n, c in enumerate(centers) if n == 0 or c - centers[n - 1] > 12]
+        assert len(rows) <= 2, (path, width, centers)
+        search, diagnose = page.locator("#site-q"), page.locator(".top a[href$='diagnose/']")
+        if search.count():
+            assert abs(search.bounding_box()["y"] + search.bounding_box()["height"] / 2 - diagnose.bounding_box()["y"] - diagnose.bounding_box()["height"] / 2) < 12, path
+            fits = page.evaluate("""() => { const i = document.querySelector('#site-q'), s = getComputedStyle(i);
+                const c = document.createElement('canvas').getContext('2d'); c.font = s.font;
+                return c.measureText(i.placeholder).width + parseFloat(s.paddingLeft) + parseFloat(s.paddingRight) <= i.clientWidth; }""")
+            assert fits or width < 375, (path, width)  # narrower, the placeholder is cut: no hint of use fits beside Diagnose
+        assert page.evaluate("document.documentElement.scrollWidth") == width, path
+    crumbs = page.locator(".crumbs ol")
+    line = float(page.evaluate("parseFloat(getComputedStyle(document.querySelector('.crumbs ol')).lineHeight) || 24"))
+    assert crumbs.bounding_box()["height"] < 1.6 * line
     ctx.close()
