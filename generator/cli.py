@@ -195,7 +195,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print("verify: the entries have errors ('failpedia check' lists them); nothing was run", file=sys.stderr)
         return 1
     options = Options(
-        venv_dir=Path(args.venv_dir), python=args.python or sys.executable, timeout_scale=args.timeout_scale, memory_mb=args.memory,
+        venv_dir=Path(args.venv_dir).absolute(), python=args.python or sys.executable, timeout_scale=args.timeout_scale, memory_mb=args.memory,
         find_links=tuple(args.find_links), extra_index_urls=tuple(args.extra_index_url), no_index=args.no_index, allow_source_builds=args.allow_source_builds,
     )
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()

@@ -209,6 +209,16 @@ def test_a_failed_reproduction_says_which_fingerprint_and_shows_the_output(tmp_p
     assert item["result"] == "not-reproduced" and item["matched"] == [] and "exit code 3" in item["reason"]
 
 
+def test_a_relative_venv_dir_is_taken_from_where_the_command_runs(tmp_path: Path, options: Options, run_cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reproduction runs in a scratch folder: the environment's Python is found by an absolute
+    path, not one relative to the folder the command was started in (the default is relative)."""
+    entries = project(tmp_path, **{"widget-overflow": reproducing(OVERFLOW)})
+    monkeypatch.chdir(tmp_path)
+    code, out, _err = run_cli("verify", "--entries", str(entries), "--venv-dir", "rel/venvs", "--no-index", "--find-links", options.find_links[0])
+    assert code == 0, out
+    assert "reproduced" in out and (tmp_path / "rel" / "venvs").is_dir()
+
+
 def test_a_package_that_does_not_install_is_a_clear_error(tmp_path: Path, options: Options, run_cli) -> None:
     entries = project(tmp_path, **{"widget-overflow": reproducing(OVERFLOW, packages=["failpedia-fixture>=9"])})
     code, out, err = run_cli("verify", "--entries", str(entries), "--venv-dir", str(options.venv_dir), "--no-index",
