@@ -30,6 +30,9 @@ KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 # The floors allow losing about one labelled log, no more.
 FLOOR_ALL = 0.99
 FLOOR_LABELLED = 0.98
+# Issue 17's measure: the right entry first over all logs, the 26 negatives not counted as right.
+# 20/168 with the 42 entries the set was made for, 109/168 with 181 entries, 140/168 with 205.
+FLOOR_NAMED = 0.80
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +75,8 @@ def top1(got: list[str]) -> str | None:
     return got[0] if got else None
 
 
-def test_accuracy(rows, capsys: pytest.CaptureFixture[str]) -> None:
+def test_accuracy(rows) -> None:
+    """The table and the figures are printed for `pytest -s`."""
     ok = [(log, got, top1(got) == log.expect) for log, got in rows]
     labelled = [r for r in ok if r[0].expect is not None]
     acc_all = sum(r[2] for r in ok) / len(ok)
@@ -81,19 +85,19 @@ def test_accuracy(rows, capsys: pytest.CaptureFixture[str]) -> None:
     wrong_uncovered = [(r[0].name, r[1][:3]) for r in ok if r[0].expect is None and not r[0].negative and r[1]]
     wrong_labelled = [(r[0].name, r[0].expect, r[1][:3]) for r in labelled if not r[2]]
     hits = sum(r[2] for r in labelled)
-    with capsys.disabled():
-        print(f"\n{'log':56} {'expect':34} {'got':34} ok")
-        for log, got, good in ok:
-            print(f"{log.name:56} {str(log.expect):34} {str(top1(got)):34} {'yes' if good else 'NO'}")
-        print(f"top-1 over all {len(ok)} logs: {acc_all:.1%} ({sum(r[2] for r in ok)}/{len(ok)}); "
-              f"over the {len(labelled)} labelled: {acc_lab:.1%} ({sum(r[2] for r in labelled)}/{len(labelled)}); "
-              f"negatives with a first answer: {len(wrong_negatives)}/{sum(r[0].negative for r in ok)}; "
-              f"uncovered logs with a (wrong) first answer: {len(wrong_uncovered)}")
-        print(f"coverage: {len(labelled)}/{len(ok)} logs show a failure an entry covers; "
-              f"diagnose names it first for {hits}/{len(ok)} ({hits / len(ok):.1%} of all logs)")
-        classes = Counter(log.failure for log, _ in rows)
-        print("failure classes:", ", ".join(f"{c} {n}" for c, n in classes.most_common()))
+    print(f"\n{'log':56} {'expect':34} {'got':34} ok")
+    for log, got, good in ok:
+        print(f"{log.name:56} {str(log.expect):34} {str(top1(got)):34} {'yes' if good else 'NO'}")
+    print(f"top-1 over all {len(ok)} logs: {acc_all:.1%} ({sum(r[2] for r in ok)}/{len(ok)}); "
+          f"over the {len(labelled)} labelled: {acc_lab:.1%} ({sum(r[2] for r in labelled)}/{len(labelled)}); "
+          f"negatives with a first answer: {len(wrong_negatives)}/{sum(r[0].negative for r in ok)}; "
+          f"uncovered logs with a (wrong) first answer: {len(wrong_uncovered)}")
+    print(f"coverage: {len(labelled)}/{len(ok)} logs show a failure an entry covers; "
+          f"diagnose names it first for {hits}/{len(ok)} ({hits / len(ok):.1%} of all logs)")
+    classes = Counter(log.failure for log, _ in rows)
+    print("failure classes:", ", ".join(f"{c} {n}" for c, n in classes.most_common()))
     assert not wrong_negatives, wrong_negatives
     assert not wrong_uncovered, wrong_uncovered
     assert acc_all >= FLOOR_ALL, (acc_all, wrong_labelled)
     assert acc_lab >= FLOOR_LABELLED, (acc_lab, wrong_labelled)
+    assert hits / len(ok) >= FLOOR_NAMED, (hits, len(ok))
