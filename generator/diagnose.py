@@ -64,7 +64,7 @@ EVIDENCE_CHARS = 300
 EVIDENCE_CONTEXT = 40
 CHUNK = 4 * 1024 * 1024
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
-RANK_PATTERNS = [r"\[rank(\d{1,6})\]:", r"\[default(\d{1,6})\]:", r"^(\d{1,6}): "]
+RANK_PATTERNS = [r"\[rank(\d{1,6})\]:", r"\[default(\d{1,6})\]:", r"^(\d{1,6}): ", r"^\[\d+,(\d{1,6})\]<std(?:out|err)>:"]
 
 _ANSI_BYTES = re.compile(ANSI_PATTERN.encode())
 _RANK_RES = [re.compile(p, re.ASCII) for p in RANK_PATTERNS]
