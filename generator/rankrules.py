@@ -17,7 +17,9 @@ RANK_RULES: dict[str, object] = {
     "watchdog": r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), OpType=(\w+)",
     "enqueued": r"last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)",
     "first_dump": r"First PG on this rank to signal dumping",
-    "nccl_host": r"(?:^|\s|\]:?)([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL INFO .*?\brank (\d{1,6}) nranks (\d{1,6})",
+    "nccl_host": r"(?:^|\s|\]:?|>:)([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] NCCL INFO .*?\brank (\d{1,6}) nranks (\d{1,6})",
+    # The host of an NCCL line itself ("node-6:3070:3090 [0] NCCL WARN ..."), for the rank whose own line it is.
+    "line_host": r"(?:^|\s|\]:?|>:)([A-Za-z0-9][\w.-]*):\d+:\d+ \[\d+\] (?:\S+ )?NCCL ",
     "root_rank": r"^\s*rank\s+: (\d{1,6})",
     "root_host": r"^\s*host\s+: (\S+)",
     # The software names the rank that did not arrive: Gloo's monitored barrier (its coordinator,

@@ -37,6 +37,7 @@ _WATCHDOG = re.compile(str(_R["watchdog"]))
 _ENQUEUED = re.compile(str(_R["enqueued"]))
 _FIRST_DUMP = re.compile(str(_R["first_dump"]))
 _NCCL_HOST = re.compile(str(_R["nccl_host"]))
+_LINE_HOST = re.compile(str(_R["line_host"]))
 _ROOT_RANK = re.compile(str(_R["root_rank"]))
 _ROOT_HOST = re.compile(str(_R["root_host"]))
 _BARRIER_FAILED = re.compile(str(_R["barrier_failed"]))
@@ -261,6 +262,7 @@ def initiating_rank(matches: list[Match], scan: RankScanner | None = None) -> Ra
     """The rank the initiating failure came from, with the lines that show it, or None when the
     log does not say (a single-process log, or no rank prefixes)."""
     verdict: RankVerdict | None = None
+    own_lines = True  # whether the verdict's lines are the named rank's own
     first = matches[0] if matches else None
     # Ranks whose watchdog reported, or that waited at a barrier: their lines say they were stuck,
     # not who started it.
@@ -272,6 +274,7 @@ def initiating_rank(matches: list[Match], scan: RankScanner | None = None) -> Ra
         r = min(scan.named, key=lambda k: (-scan.named[k][0], k))
         others = sorted(set(scan.named) - {r})
         also = f" (also named: {_span(others)})" if others else ""
+        own_lines = False
         verdict = RankVerdict(r, None, f"the log names rank {r} as the one that never reached the collective the others wait in{also}",
                               (scan.named[r][1],))
     if verdict is None and first is not None and first.role == "initiating":
@@ -284,6 +287,7 @@ def initiating_rank(matches: list[Match], scan: RankScanner | None = None) -> Ra
     if verdict is None and scan is not None and scan.blamed:
         r = min(scan.blamed, key=lambda k: (-scan.blamed[k][0], k))
         if r not in scan.waiters:
+            own_lines = False
             waiting = sorted(scan.waiters)
             verdict = RankVerdict(r, None, f"rank{'s' * (len(waiting) != 1)} {_span(waiting)} reached the barrier and wait{'s' * (len(waiting) == 1)} for rank {r}, which printed no error "
                                   "of its own: look at what it was doing", (scan.blamed[r][1],))
@@ -294,6 +298,9 @@ def initiating_rank(matches: list[Match], scan: RankScanner | None = None) -> Ra
     if verdict is None:
         return None
     host = scan.hosts.get(verdict.rank) if scan else None
+    if host is None and own_lines:
+        # The rank's own NCCL line says where it runs (not so a coordinator's or a waiter's line naming it).
+        host = next((m.group(1) for _, text in verdict.lines if (m := _LINE_HOST.search(text))), None)
     disagrees = None
     if scan and scan.root_cause:
         rank, root_host, line = scan.root_cause

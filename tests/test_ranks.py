@@ -182,6 +182,23 @@ def test_lightning_member_lines_give_the_world_size(knowledge: Knowledge) -> Non
     assert v is None
 
 
+MPIRUN_NCCL_FAILURE = [
+    "[1,5]<stdout>:node-6:3072:3085 [2] NCCL INFO comm 0x7f102434d0c0 rank 5 nranks 6 cudaDev 2 nvmlDev 2 - Init COMPLETE",
+    "[1,3]<stdout>:node-6:3070:3090 [0] include/shm.h:42 NCCL WARN Cuda failure 'invalid argument'",
+    "[1,3]<stdout>:node-6:3070:3090 [0] NCCL INFO transport/shm.cc:101 -> 1",
+]
+
+
+def test_mpirun_prefixes_and_the_rank_own_nccl_line_give_rank_and_host(knowledge: Knowledge) -> None:
+    # As in horovod/horovod#1122: "[1,3]<stdout>:" is Open MPI's tag for rank 3; its own NCCL line names its host.
+    matches, v = verdict(knowledge, MPIRUN_NCCL_FAILURE)
+    assert matches and matches[0].role == "initiating" and v is not None
+    assert v.rank == 3 and v.host == "node-6"
+    # A coordinator's line naming a rank is not that rank's own: it gives no host.
+    _, v = verdict(knowledge, ["[1,0]<stderr>:node-1:7617:7635 [0] NCCL INFO Stalled ops:x [missing ranks: 1]"])
+    assert v is not None and v.rank == 1 and v.host is None
+
+
 def scenario_logs() -> dict[str, str]:
     """Every scenario above as one log text, for the browser engine's parity test."""
     init = [f"node-{1 + r // 4}:5211{r}:5281{r} [{r % 4}] NCCL INFO comm 0x55d0c3f0 rank {r} nranks 8 cudaDev {r % 4} busId 1b000 - Init COMPLETE"
@@ -204,6 +221,8 @@ def scenario_logs() -> dict[str, str]:
         "barrier_waiters_and_oom": ["[rank2]: Traceback (most recent call last):", f"[rank2]: {OOM}"] + [BLAME.format(w=w) for w in (3, 1)],
         "horovod_missing": ["[1,0]<stderr>:Stalled ops:HorovodBroadcast_dense_1_bias_0 [missing ranks: 1]"],
         "horovod_stalled_block": ["[1,0]<stderr>:Stalled ranks:", "[1,0]<stderr>:6: [horovod_allreduce.0 ...]", "[1,0]<stderr>:done"],
+        "mpirun_nccl_failure": MPIRUN_NCCL_FAILURE,
+        "coordinator_line_no_host": ["[1,0]<stderr>:node-1:7617:7635 [0] NCCL INFO Stalled ops:x [missing ranks: 1]"],
         "lightning_world": [f"Initializing distributed: GLOBAL_RANK: {r}, MEMBER: {r + 1}/3" for r in range(3)]
         + [watchdog(r, 3) for r in (1, 2)],
     }

@@ -10,7 +10,7 @@ function initiatingRank(spec, text, matches) {
   var rankRes = spec.rules.rank_patterns.map(function (p) { return new RegExp(p); });
   var rx = {};
   ["rank_in_text", "watchdog", "enqueued", "first_dump", "nccl_host", "root_rank", "root_host", "barrier_failed", "horovod_missing",
-    "horovod_stalled", "horovod_stalled_rank", "barrier_blames", "world_size"].forEach(function (k) { rx[k] = new RegExp(R[k]); });
+    "horovod_stalled", "horovod_stalled_rank", "barrier_blames", "world_size", "line_host"].forEach(function (k) { rx[k] = new RegExp(R[k]); });
 
   function rankOf(line) {
     var head = line.slice(0, 120);
@@ -157,6 +157,7 @@ function initiatingRank(spec, text, matches) {
   }
 
   var verdict = null;
+  var ownLines = true; // whether the verdict's lines are the named rank's own
   var top = matches.length ? matches[0] : null;
   var stuckRanks = new Set();
   ranks.forEach(function (st, r) { if (st.timedOut || st.enqueued !== null) stuckRanks.add(r); });
@@ -168,6 +169,7 @@ function initiatingRank(spec, text, matches) {
   }
   if (named.size) {
     var nr = mostNamed(named);
+    ownLines = false;
     var rest = Array.from(named.keys()).filter(function (r) { return r !== nr; });
     verdict = { rank: nr, reason: "the log names rank " + nr + " as the one that never reached the collective the others wait in" +
       (rest.length ? " (also named: " + span(rest) + ")" : ""), lines: [named.get(nr)[1]] };
@@ -184,6 +186,7 @@ function initiatingRank(spec, text, matches) {
   if (verdict === null && blamed.size) {
     var br2 = mostNamed(blamed);
     if (!waiters.has(br2)) {
+      ownLines = false;
       var ws = Array.from(waiters);
       verdict = { rank: br2, reason: "rank" + (ws.length !== 1 ? "s" : "") + " " + span(ws) + " reached the barrier and wait" + (ws.length === 1 ? "s" : "") +
         " for rank " + br2 + ", which printed no error of its own: look at what it was doing", lines: [blamed.get(br2)[1]] };
@@ -195,6 +198,12 @@ function initiatingRank(spec, text, matches) {
   }
   if (verdict === null) return null;
   var host = hosts.has(verdict.rank) ? hosts.get(verdict.rank) : null;
+  if (host === null && ownLines) { // the rank's own NCCL line says where it runs
+    for (var li = 0; li < verdict.lines.length; li++) {
+      var hm = rx.line_host.exec(verdict.lines[li][1]);
+      if (hm) { host = hm[1]; break; }
+    }
+  }
   var disagrees = null;
   if (rootCause) {
     if (host === null && rootCause[0] === verdict.rank) host = rootCause[1];
