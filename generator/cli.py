@@ -273,11 +273,15 @@ def _print_run_diagnosis(result: Any, top: int) -> None:
     if result.skipped:
         print(f"failpedia: the job printed {result.printed / 2**20:.0f} MiB faster than it could be matched; "
               f"{result.skipped / 2**20:.0f} MiB of it were counted but not read", file=err)
+    v = result.verdict
     if not result.matches:
         print("failpedia: no known failure matched its output.", file=err)
+        if v:  # the log still said which rank the others waited for
+            print(f"  Started on rank {v.rank}" + (f" on {v.host}" if v.host else "") + f": {v.reason}", file=err)
+            if v.disagrees:
+                print(f"  Note: {v.disagrees}", file=err)
         return
     first, rest = result.matches[0], result.matches[1:top]
-    v = result.verdict
     where = f", rank {v.rank}" + (f" on {v.host}" if v.host else "") if v else ""
     print(f"failpedia: diagnosis: {first.title} ({first.role}{where})", file=err)
     if v:

@@ -64,7 +64,7 @@ EVIDENCE_CHARS = 300
 EVIDENCE_CONTEXT = 40
 CHUNK = 4 * 1024 * 1024
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
-RANK_PATTERNS = [r"\[rank(\d{1,6})\]:", r"\[default(\d{1,6})\]:", r"^(\d{1,6}): "]
+RANK_PATTERNS = [r"\[rank(\d{1,6})\]:", r"\[default(\d{1,6})\]:", r"^(\d{1,6}): ", r"^\[\d+,(\d{1,6})\]<std(?:out|err)>:"]
 
 _ANSI_BYTES = re.compile(ANSI_PATTERN.encode())
 _RANK_RES = [re.compile(p, re.ASCII) for p in RANK_PATTERNS]
@@ -541,6 +541,11 @@ def _print_text(matches: list[Match], top: int, out: io.TextIOBase | Any, spec: 
     it as consequences, then the other possible causes. `page(url)`: a built page's path, or None."""
     if not matches:
         print("No known failure matched this log.", file=out)
+        if verdict is not None:  # the log still says which rank the others waited for
+            host = f" on {verdict.host}" if verdict.host else ""
+            print(f"Started on rank {verdict.rank}{host}: {verdict.reason}.", file=out)
+            if verdict.disagrees:
+                print(f"Note: {verdict.disagrees}.", file=out)
         return
     entries = (spec or {}).get("entries", {})
     shown_matches = matches[:top]

@@ -37,8 +37,16 @@ _WATCHDOG = re.compile(str(_R["watchdog"]))
 _ENQUEUED = re.compile(str(_R["enqueued"]))
 _FIRST_DUMP = re.compile(str(_R["first_dump"]))
 _NCCL_HOST = re.compile(str(_R["nccl_host"]))
+_LINE_HOST = re.compile(str(_R["line_host"]))
 _ROOT_RANK = re.compile(str(_R["root_rank"]))
 _ROOT_HOST = re.compile(str(_R["root_host"]))
+_BARRIER_FAILED = re.compile(str(_R["barrier_failed"]))
+_HOROVOD_MISSING = re.compile(str(_R["horovod_missing"]))
+_HOROVOD_STALLED = re.compile(str(_R["horovod_stalled"]))
+_HOROVOD_STALLED_RANK = re.compile(str(_R["horovod_stalled_rank"]))
+_BARRIER_BLAMES = re.compile(str(_R["barrier_blames"]))
+_WORLD_SIZE = re.compile(str(_R["world_size"]))
+STALLED_BLOCK_LINES = int(str(_R["stalled_block_lines"]))
 ROOT_BLOCK_LINES = int(str(_R["root_block_lines"]))
 LINES_PER_RANK = int(str(_R["lines_per_rank"]))
 LINE_CHARS = int(str(_R["line_chars"]))
@@ -65,8 +73,14 @@ class RankScanner:
     root_cause: tuple[int, str | None, int] | None = None  # (rank, host, line) of torchrun's first observed failure
     _carry: bytes = b""
     _line_base: int = 0
+    # Ranks the software itself names as not having arrived (monitored barrier, Horovod's stall
+    # report): rank -> (times named, first line); and the ranks a barrier's waiters blame.
+    named: dict[int, list] = field(default_factory=dict)
+    blamed: dict[int, list] = field(default_factory=dict)
+    waiters: set[int] = field(default_factory=set)
     _in_root: int = 0  # lines left of a root-cause block being read
     _root_host: str | None = None
+    _in_stalled: int = 0  # lines left of a Horovod "Stalled ranks:" block
 
     def feed(self, data: bytes) -> None:
         buf = self._carry + data
@@ -83,9 +97,9 @@ class RankScanner:
             self._carry = b""
 
     def _chunk(self, chunk: bytes) -> None:
-        if self._in_root or any(lit in chunk for lit in _LITERALS):
+        if self._in_root or self._in_stalled or any(lit in chunk for lit in _LITERALS):
             for i, raw in enumerate(chunk.split(b"\n")[:-1]):
-                if self._in_root or any(lit in raw for lit in _LITERALS):
+                if self._in_root or self._in_stalled or any(lit in raw for lit in _LITERALS):
                     self._line(self._line_base + i + 1, _ANSI.sub("", raw.decode("utf-8", "replace")).rstrip("\r"))
         self._line_base += chunk.count(b"\n")
 
@@ -98,7 +112,38 @@ class RankScanner:
         if len(st.lines) < LINES_PER_RANK:
             st.lines.append((number, text.strip()[:LINE_CHARS]))
 
+    def _name(self, table: dict[int, list], rank: int, number: int, text: str) -> None:
+        if rank in table:
+            table[rank][0] += 1
+        elif len(table) < MAX_RANKS:
+            table[rank] = [1, (number, text.strip()[:LINE_CHARS])]
+
     def _line(self, number: int, text: str) -> None:
+        if self._in_stalled:
+            if m := _HOROVOD_STALLED_RANK.search(text):
+                self._in_stalled -= 1
+                self._name(self.named, int(m.group(1)), number, text)
+                return
+            self._in_stalled = 0
+        if m := _BARRIER_FAILED.search(text):
+            for r in m.group(1).split(","):
+                self._name(self.named, int(r), number, text)
+            return
+        if m := _HOROVOD_MISSING.search(text):
+            for r in m.group(1).split(","):
+                self._name(self.named, int(r), number, text)
+            return
+        if _HOROVOD_STALLED.search(text):
+            self._in_stalled = STALLED_BLOCK_LINES
+            return
+        if m := _BARRIER_BLAMES.search(text):
+            if len(self.waiters) < MAX_RANKS:
+                self.waiters.add(int(m.group(1)))
+            self._name(self.blamed, int(m.group(2)), number, text)
+            return
+        if m := _WORLD_SIZE.search(text):
+            self.world = max(self.world or 0, int(m.group(1)))
+            return
         if self._in_root:
             self._in_root -= 1
             if m := _ROOT_HOST.search(text):
@@ -217,16 +262,35 @@ def initiating_rank(matches: list[Match], scan: RankScanner | None = None) -> Ra
     """The rank the initiating failure came from, with the lines that show it, or None when the
     log does not say (a single-process log, or no rank prefixes)."""
     verdict: RankVerdict | None = None
+    own_lines = True  # whether the verdict's lines are the named rank's own
     first = matches[0] if matches else None
-    # Ranks whose watchdog reported: their lines say they were stuck, not who started it.
+    # Ranks whose watchdog reported, or that waited at a barrier: their lines say they were stuck,
+    # not who started it.
     timed_out = {r for r, st in scan.ranks.items() if st.timed_out or st.enqueued is not None} if scan else set()
-    if first is not None and first.role == "initiating":
+    if scan:
+        timed_out |= scan.waiters
+    if scan and scan.named:
+        # The barrier's coordinator or Horovod's stall report names the ranks that never arrived.
+        r = min(scan.named, key=lambda k: (-scan.named[k][0], k))
+        others = sorted(set(scan.named) - {r})
+        also = f" (also named: {_span(others)})" if others else ""
+        own_lines = False
+        verdict = RankVerdict(r, None, f"the log names rank {r} as the one that never reached the collective the others wait in{also}",
+                              (scan.named[r][1],))
+    if verdict is None and first is not None and first.role == "initiating":
         ranked = [e for e in first.evidence if e.rank is not None]
         # The watchdog's own lines come from every stuck rank: they say nothing about who started it.
         if ranked and not {e.rank for e in ranked} <= timed_out:
             ev = min((e for e in ranked if e.rank not in timed_out), key=lambda e: (e.file, e.line))
             assert ev.rank is not None
             verdict = RankVerdict(ev.rank, None, f"rank {ev.rank} printed {first.title}", ((ev.line, ev.text),))
+    if verdict is None and scan is not None and scan.blamed:
+        r = min(scan.blamed, key=lambda k: (-scan.blamed[k][0], k))
+        if r not in scan.waiters:
+            own_lines = False
+            waiting = sorted(scan.waiters)
+            verdict = RankVerdict(r, None, f"rank{'s' * (len(waiting) != 1)} {_span(waiting)} reached the barrier and wait{'s' * (len(waiting) == 1)} for rank {r}, which printed no error "
+                                  "of its own: look at what it was doing", (scan.blamed[r][1],))
     if verdict is None and scan is not None:
         found = _from_watchdog(scan)
         if found:
@@ -234,6 +298,9 @@ def initiating_rank(matches: list[Match], scan: RankScanner | None = None) -> Ra
     if verdict is None:
         return None
     host = scan.hosts.get(verdict.rank) if scan else None
+    if host is None and own_lines:
+        # The rank's own NCCL line says where it runs (not so a coordinator's or a waiter's line naming it).
+        host = next((m.group(1) for _, text in verdict.lines if (m := _LINE_HOST.search(text))), None)
     disagrees = None
     if scan and scan.root_cause:
         rank, root_host, line = scan.root_cause

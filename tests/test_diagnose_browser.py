@@ -144,3 +144,14 @@ def test_opened_from_a_file_the_page_says_to_serve_it(browser, real_site: Path) 
     message = page.locator("#diagnose-nojs").inner_text()
     assert "needs JavaScript" not in message and "make serve" in message and "failpedia diagnose train.log" in message
     ctx.close()
+
+
+def test_a_log_no_entry_matches_still_shows_the_rank_it_names(diagnose_page) -> None:
+    # tests/ranklogs/horovod_bert_stalled_rank6.log: no entry covers Horovod's stall report, but it names rank 6.
+    page = diagnose_page
+    log = (Path(__file__).resolve().parent / "ranklogs" / "horovod_bert_stalled_rank6.log").read_text()
+    page.fill("#log-text", log)
+    page.click("#diagnose-form button[type=submit]")
+    wait_until(page, "document.querySelector('#diagnose-status').textContent.startsWith('No known failure')")
+    assert page.locator(".match").count() == 0
+    assert page.locator(".started-rank").inner_text().startswith("Started on rank 6: the log names rank 6")

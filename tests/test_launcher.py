@@ -154,3 +154,22 @@ def test_rank_tails_split_lines_across_reads(chunks: list[bytes]) -> None:
         tails.feed("stderr", c)
     tails.close()
     assert tails.of(1) == ["[rank1]: a", "[rank1]: b"]
+
+
+def test_a_job_no_entry_covers_still_gets_the_rank_its_log_names(sample: Path, tmp_path: Path) -> None:
+    # Horovod's stall report (horovod/horovod#429): no entry matches, but rank 0 says rank 1 never submitted the allreduce.
+    warning = ("WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are "
+               "waiting for remainder of ranks for more than 60 seconds.")
+    job = script(tmp_path, f"""
+        import sys
+        for _ in range(2):
+            print("[1,0]<stderr>:" + {warning!r}, file=sys.stderr, flush=True)
+            print("[1,0]<stderr>:Stalled ops:", file=sys.stderr, flush=True)
+            print("[1,0]<stderr>:allreduce.avg_loss [missing ranks: 1]", file=sys.stderr, flush=True)
+        sys.exit(3)
+    """)
+    done = failpedia_run(sample, sys.executable, str(job))
+    assert done.returncode == 3
+    err = done.stderr.decode()
+    assert "failpedia: no known failure matched its output." in err
+    assert "Started on rank 1: the log names rank 1 as the one that never reached the collective" in err

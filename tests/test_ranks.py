@@ -135,6 +135,70 @@ def test_ranks_without_a_launcher_prefix(knowledge: Knowledge) -> None:
     assert matches[0].slug == "nccl-watchdog-timeout" and v is None
 
 
+BLAME = ("[rank{w}]: RuntimeError: Rank {w} successfully reached monitoredBarrier, but received errors while waiting for send/recv from "
+         "rank 0. Please check rank 0 logs for faulty rank.")
+
+
+def test_the_barrier_coordinator_naming_ranks_comes_first(knowledge: Knowledge) -> None:
+    # As in NVIDIA/nccl#849: rank 0 says a whole node never arrived; the verdict names the first and lists the rest.
+    lines = ["RuntimeError: [Rank 0]: Ranks 4, 5, 6, 7 failed to pass monitoredBarrier in 2000000 ms"]
+    _, v = verdict(knowledge, lines)
+    assert v is not None and v.rank == 4 and "also named: 5-7" in v.reason and v.lines[0][0] == 1
+
+
+def test_barrier_waiters_blame_the_coordinator_only_when_no_rank_printed_the_failure(knowledge: Knowledge) -> None:
+    # As in huggingface/trl#2923: ranks 1-3 wait for rank 0, which printed nothing.
+    lines = [BLAME.format(w=w) for w in (3, 2, 1)]
+    _, v = verdict(knowledge, lines)
+    assert v is not None and v.rank == 0 and "ranks 1-3 reached the barrier and wait for rank 0" in v.reason
+    # A rank that printed the failure itself outranks the waiters' blame of the coordinator.
+    matches, v = verdict(knowledge, ["[rank2]: Traceback (most recent call last):", f"[rank2]: {OOM}"] + [BLAME.format(w=w) for w in (3, 1)])
+    assert matches[0].slug == "cuda-out-of-memory" and v is not None and v.rank == 2
+
+
+def test_horovod_stall_reports_name_the_missing_rank(knowledge: Knowledge) -> None:
+    # Old format (horovod/horovod#1012) and the stall inspector's block (horovod/horovod#1442), behind mpirun's prefix.
+    old = ["[1,0]<stderr>:Stalled ops:HorovodBroadcast_dense_1_bias_0 [missing ranks: 1]",
+           "[1,0]<stderr>:[2019-04-13 13:57:31.866068: W horovod/common/operations.cc:588] HorovodBroadcast_dense_kernel_0 [missing ranks: 1]"]
+    _, v = verdict(knowledge, old)
+    assert v is not None and v.rank == 1
+    block = ["[1,0]<stderr>:Stalled ranks:", "[1,0]<stderr>:6: [horovod_allreduce.0, horovod_allreduce.1 ...]",
+             "[1,0]<stderr>:[2019-10-09 15:39:43.597436: W horovod/common/stall_inspector.cc:105] One or more tensors were submitted"]
+    _, v = verdict(knowledge, block)
+    assert v is not None and v.rank == 6 and v.lines[0][0] == 2
+    # A "N: [" line outside a stall block names nobody.
+    _, v = verdict(knowledge, ["[1,0]<stderr>:6: [horovod_allreduce.0]"])
+    assert v is None
+
+
+def test_lightning_member_lines_give_the_world_size(knowledge: Knowledge) -> None:
+    # As in IGNF/myria3d#123: rank 0 prepares data, ranks 1 and 2 time out; Lightning said there are 3.
+    init = [f"Initializing distributed: GLOBAL_RANK: {r}, MEMBER: {r + 1}/3" for r in range(3)]
+    timeouts = [f"[E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, "
+                "NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800008 milliseconds before timing out." for r in (1, 2)]
+    _, v = verdict(knowledge, init + timeouts)
+    assert v is not None and v.rank == 0 and "reported no timeout" in v.reason
+    _, v = verdict(knowledge, timeouts)
+    assert v is None
+
+
+MPIRUN_NCCL_FAILURE = [
+    "[1,5]<stdout>:node-6:3072:3085 [2] NCCL INFO comm 0x7f102434d0c0 rank 5 nranks 6 cudaDev 2 nvmlDev 2 - Init COMPLETE",
+    "[1,3]<stdout>:node-6:3070:3090 [0] include/shm.h:42 NCCL WARN Cuda failure 'invalid argument'",
+    "[1,3]<stdout>:node-6:3070:3090 [0] NCCL INFO transport/shm.cc:101 -> 1",
+]
+
+
+def test_mpirun_prefixes_and_the_rank_own_nccl_line_give_rank_and_host(knowledge: Knowledge) -> None:
+    # As in horovod/horovod#1122: "[1,3]<stdout>:" is Open MPI's tag for rank 3; its own NCCL line names its host.
+    matches, v = verdict(knowledge, MPIRUN_NCCL_FAILURE)
+    assert matches and matches[0].role == "initiating" and v is not None
+    assert v.rank == 3 and v.host == "node-6"
+    # A coordinator's line naming a rank is not that rank's own: it gives no host.
+    _, v = verdict(knowledge, ["[1,0]<stderr>:node-1:7617:7635 [0] NCCL INFO Stalled ops:x [missing ranks: 1]"])
+    assert v is not None and v.rank == 1 and v.host is None
+
+
 def scenario_logs() -> dict[str, str]:
     """Every scenario above as one log text, for the browser engine's parity test."""
     init = [f"node-{1 + r // 4}:5211{r}:5281{r} [{r % 4}] NCCL INFO comm 0x55d0c3f0 rank {r} nranks 8 cudaDev {r % 4} busId 1b000 - Init COMPLETE"
@@ -152,5 +216,14 @@ def scenario_logs() -> dict[str, str]:
         "first_dump": [watchdog(r, 12) for r in range(4)]
         + ["[rank1]:[E1130 02:23:19.811412 1234 ProcessGroupNCCL.cpp:1683] [PG ID 0 PG GUID 0(default_pg) Rank 1] First PG on this rank to signal dumping."],
         "root_cause_agrees": ["\x1b[31m[rank0]: " + OOM + "\x1b[0m\r"] + [watchdog(r, 9) for r in (1, 2, 3)] + root,
+        "barrier_coordinator": ["RuntimeError: [Rank 0]: Ranks 4, 5, 6, 7 failed to pass monitoredBarrier in 2000000 ms"],
+        "barrier_waiters": [BLAME.format(w=w) for w in (3, 2, 1)] + root,
+        "barrier_waiters_and_oom": ["[rank2]: Traceback (most recent call last):", f"[rank2]: {OOM}"] + [BLAME.format(w=w) for w in (3, 1)],
+        "horovod_missing": ["[1,0]<stderr>:Stalled ops:HorovodBroadcast_dense_1_bias_0 [missing ranks: 1]"],
+        "horovod_stalled_block": ["[1,0]<stderr>:Stalled ranks:", "[1,0]<stderr>:6: [horovod_allreduce.0 ...]", "[1,0]<stderr>:done"],
+        "mpirun_nccl_failure": MPIRUN_NCCL_FAILURE,
+        "coordinator_line_no_host": ["[1,0]<stderr>:node-1:7617:7635 [0] NCCL INFO Stalled ops:x [missing ranks: 1]"],
+        "lightning_world": [f"Initializing distributed: GLOBAL_RANK: {r}, MEMBER: {r + 1}/3" for r in range(3)]
+        + [watchdog(r, 3) for r in (1, 2)],
     }
     return {name: "\n".join(lines) + "\n" for name, lines in logs.items()}

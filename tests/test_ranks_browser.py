@@ -9,6 +9,7 @@ from browser import *  # noqa: F403
 from generator.diagnose import Matcher, rank_hits
 from generator.ranks import RankScanner, initiating_rank
 from logsets import labelled_logs
+from test_ranklogs import python_verdict, rank_logs
 from test_ranks import scenario_logs
 
 
@@ -35,4 +36,29 @@ def test_browser_engine_names_the_same_rank_as_python(browser, site_url: str, re
         assert js == (py.as_json() if py else None), name
         named += py is not None
     assert named >= 8
+    ctx.close()
+
+
+def test_browser_engine_names_every_initiating_rank_of_the_real_logs(browser, site_url: str, real_site: Path) -> None:
+    """tests/ranklogs/: the browser engine gives the Python engine's verdict, and both name the right rank."""
+    spec = json.loads((real_site / "api/fingerprints.json").read_text())
+    ctx = browser.new_context()
+    page = ctx.new_page()
+    page.goto(site_url + "diagnose/")
+    page.add_script_tag(url=site_url + "static/diagnose-ranks.js")
+    page.evaluate("spec => { window.__spec = spec; }", spec)
+    rows = []
+    for log in rank_logs():
+        data = log.path.read_bytes()
+        text = data.decode("utf-8", "replace")
+        matches, py = python_verdict(spec, log.name, data)
+        js = page.evaluate("([t, ms]) => initiatingRank(window.__spec, t, ms)", [text, [x.as_json() for x in matches]])
+        assert js == (py.as_json() if py else None), log.name
+        rows.append((log.name, log.rank, py.rank if py else None, js["rank"] if js else None))
+    print(f"\n{'log':64} {'expect':>6} {'python':>6} {'browser':>7}")
+    for name, want, p_rank, j_rank in rows:
+        print(f"{name:64} {want:>6} {str(p_rank):>6} {str(j_rank):>7}")
+    right = sum(want == p_rank == j_rank for _, want, p_rank, j_rank in rows)
+    print(f"initiating rank named right in both engines: {right}/{len(rows)}")
+    assert right == len(rows) >= 15
     ctx.close()

@@ -9,7 +9,8 @@ function initiatingRank(spec, text, matches) {
   var ansi = new RegExp(spec.rules.ansi, "g");
   var rankRes = spec.rules.rank_patterns.map(function (p) { return new RegExp(p); });
   var rx = {};
-  ["rank_in_text", "watchdog", "enqueued", "first_dump", "nccl_host", "root_rank", "root_host"].forEach(function (k) { rx[k] = new RegExp(R[k]); });
+  ["rank_in_text", "watchdog", "enqueued", "first_dump", "nccl_host", "root_rank", "root_host", "barrier_failed", "horovod_missing",
+    "horovod_stalled", "horovod_stalled_rank", "barrier_blames", "world_size", "line_host"].forEach(function (k) { rx[k] = new RegExp(R[k]); });
 
   function rankOf(line) {
     var head = line.slice(0, 120);
@@ -22,6 +23,13 @@ function initiatingRank(spec, text, matches) {
 
   // --- the scanner -----------------------------------------------------------------------
   var ranks = new Map(), hosts = new Map(), world = null, rootCause = null, inRoot = 0, rootHost = null;
+  // Ranks the software names as not having arrived (monitored barrier, Horovod's stall report):
+  // rank -> [times named, first line]; the ranks a barrier's waiters blame; the waiters.
+  var named = new Map(), blamed = new Map(), waiters = new Set(), inStalled = 0;
+  function name(table, rank, number, line) {
+    if (table.has(rank)) table.get(rank)[0] += 1;
+    else if (table.size < R.max_ranks) table.set(rank, [1, [number, line.trim().slice(0, R.line_chars)]]);
+  }
   function state(rank) {
     if (!ranks.has(rank)) {
       if (ranks.size >= R.max_ranks) return null;
@@ -39,10 +47,23 @@ function initiatingRank(spec, text, matches) {
   var lines = text.split("\n");
   if (lines.length && lines[lines.length - 1] === "") lines.pop();
   lines.forEach(function (raw, index) {
-    if (!inRoot && !hasLiteral(raw)) return;
+    if (!inRoot && !inStalled && !hasLiteral(raw)) return;
     var line = raw.indexOf("\x1b") >= 0 ? raw.replace(ansi, "") : raw;
     line = line.replace(/\r+$/, "");
     var number = index + 1, m;
+    if (inStalled) {
+      if ((m = rx.horovod_stalled_rank.exec(line))) { inStalled -= 1; name(named, parseInt(m[1], 10), number, line); return; }
+      inStalled = 0;
+    }
+    if ((m = rx.barrier_failed.exec(line))) { m[1].split(",").forEach(function (r) { name(named, parseInt(r, 10), number, line); }); return; }
+    if ((m = rx.horovod_missing.exec(line))) { m[1].split(",").forEach(function (r) { name(named, parseInt(r, 10), number, line); }); return; }
+    if (rx.horovod_stalled.test(line)) { inStalled = R.stalled_block_lines; return; }
+    if ((m = rx.barrier_blames.exec(line))) {
+      if (waiters.size < R.max_ranks) waiters.add(parseInt(m[1], 10));
+      name(blamed, parseInt(m[2], 10), number, line);
+      return;
+    }
+    if ((m = rx.world_size.exec(line))) { world = Math.max(world || 0, parseInt(m[1], 10)); return; }
     if (inRoot) {
       inRoot -= 1;
       if ((m = rx.root_host.exec(line))) rootHost = m[1];
@@ -136,10 +157,24 @@ function initiatingRank(spec, text, matches) {
   }
 
   var verdict = null;
+  var ownLines = true; // whether the verdict's lines are the named rank's own
   var top = matches.length ? matches[0] : null;
   var stuckRanks = new Set();
   ranks.forEach(function (st, r) { if (st.timedOut || st.enqueued !== null) stuckRanks.add(r); });
-  if (top && top.role === "initiating") {
+  waiters.forEach(function (r) { stuckRanks.add(r); });
+  function mostNamed(table) { // most often named, then the lowest rank
+    var best = null;
+    table.forEach(function (v, r) { if (best === null || v[0] > table.get(best)[0] || (v[0] === table.get(best)[0] && r < best)) best = r; });
+    return best;
+  }
+  if (named.size) {
+    var nr = mostNamed(named);
+    ownLines = false;
+    var rest = Array.from(named.keys()).filter(function (r) { return r !== nr; });
+    verdict = { rank: nr, reason: "the log names rank " + nr + " as the one that never reached the collective the others wait in" +
+      (rest.length ? " (also named: " + span(rest) + ")" : ""), lines: [named.get(nr)[1]] };
+  }
+  if (verdict === null && top && top.role === "initiating") {
     var ranked = top.evidence.filter(function (e) { return e.rank !== null; });
     var own = ranked.filter(function (e) { return !stuckRanks.has(e.rank); });
     if (ranked.length && own.length) {
@@ -148,12 +183,27 @@ function initiatingRank(spec, text, matches) {
       verdict = { rank: ev.rank, reason: "rank " + ev.rank + " printed " + top.title, lines: [[ev.line, ev.text]] };
     }
   }
+  if (verdict === null && blamed.size) {
+    var br2 = mostNamed(blamed);
+    if (!waiters.has(br2)) {
+      ownLines = false;
+      var ws = Array.from(waiters);
+      verdict = { rank: br2, reason: "rank" + (ws.length !== 1 ? "s" : "") + " " + span(ws) + " reached the barrier and wait" + (ws.length === 1 ? "s" : "") +
+        " for rank " + br2 + ", which printed no error of its own: look at what it was doing", lines: [blamed.get(br2)[1]] };
+    }
+  }
   if (verdict === null) {
     var w = fromWatchdog();
     if (w) verdict = { rank: w[0], reason: w[1], lines: w[2] };
   }
   if (verdict === null) return null;
   var host = hosts.has(verdict.rank) ? hosts.get(verdict.rank) : null;
+  if (host === null && ownLines) { // the rank's own NCCL line says where it runs
+    for (var li = 0; li < verdict.lines.length; li++) {
+      var hm = rx.line_host.exec(verdict.lines[li][1]);
+      if (hm) { host = hm[1]; break; }
+    }
+  }
   var disagrees = null;
   if (rootCause) {
     if (host === null && rootCause[0] === verdict.rank) host = rootCause[1];

@@ -74,7 +74,18 @@
     status.textContent = matches.length
       ? "Matched " + matches.length + " " + (matches.length === 1 ? "entry" : "entries") + " in " + msg.lines + " lines (" + msg.ms + " ms)."
       : "No known failure matched this log (" + msg.lines + " lines). Try the search, or add an entry.";
-    if (!matches.length) return;
+    if (!matches.length) {
+      if (msg.rank) {  // no entry matched, but the log says which rank the others waited for
+        var alone = el("section", "answer started-rank-only");
+        var p = el("p", "started-rank");
+        p.appendChild(el("strong", null, "Started on rank " + msg.rank.rank + (msg.rank.host ? " on " + msg.rank.host : "") + ": "));
+        p.appendChild(document.createTextNode(msg.rank.reason + "."));
+        alone.appendChild(p);
+        if (msg.rank.root_cause_disagrees) alone.appendChild(el("p", "root-cause-note", "Note: " + msg.rank.root_cause_disagrees + "."));
+        results.appendChild(alone);
+      }
+      return;
+    }
     var top = matches[0];
     var info = spec.entries[top.slug];
     var box = el("section", "answer top-match match");
