@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .problems import BuildFailed, FailpediaError, Problem
 
@@ -20,7 +20,7 @@ __all__ = ["main"]
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         print(f"failpedia: error: {message}", file=sys.stderr)
         raise SystemExit(2)

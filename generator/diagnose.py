@@ -508,7 +508,8 @@ def _load_spec(enc: Encyclopedia) -> dict[str, Any]:
     from .problems import BuildFailed, SetupError
 
     if enc.spec is not None:
-        return json.loads(enc.spec.read_bytes())  # type: ignore[no-any-return]
+        shipped: dict[str, Any] = json.loads(enc.spec.read_bytes())
+        return shipped
     try:
         return matcher_spec(fingerprint_data(load_catalog(enc.entries)))
     except BuildFailed as e:

@@ -30,19 +30,19 @@ from .rankrules import RANK_RULES
 __all__ = ["RankScanner", "RankVerdict", "initiating_rank"]
 
 _R = RANK_RULES
-_LITERALS = tuple(str(lit).encode() for lit in _R["literals"])  # type: ignore[attr-defined]
+_LITERALS = tuple(lit.encode() for lit in _R["literals"])
 _ANSI = re.compile(ANSI_PATTERN)
-_RANK_IN_TEXT = re.compile(str(_R["rank_in_text"]))
-_WATCHDOG = re.compile(str(_R["watchdog"]))
-_ENQUEUED = re.compile(str(_R["enqueued"]))
-_FIRST_DUMP = re.compile(str(_R["first_dump"]))
-_NCCL_HOST = re.compile(str(_R["nccl_host"]))
-_ROOT_RANK = re.compile(str(_R["root_rank"]))
-_ROOT_HOST = re.compile(str(_R["root_host"]))
-ROOT_BLOCK_LINES = int(str(_R["root_block_lines"]))
-LINES_PER_RANK = int(str(_R["lines_per_rank"]))
-LINE_CHARS = int(str(_R["line_chars"]))
-MAX_RANKS = int(str(_R["max_ranks"]))
+_RANK_IN_TEXT = re.compile(_R["rank_in_text"])
+_WATCHDOG = re.compile(_R["watchdog"])
+_ENQUEUED = re.compile(_R["enqueued"])
+_FIRST_DUMP = re.compile(_R["first_dump"])
+_NCCL_HOST = re.compile(_R["nccl_host"])
+_ROOT_RANK = re.compile(_R["root_rank"])
+_ROOT_HOST = re.compile(_R["root_host"])
+ROOT_BLOCK_LINES = _R["root_block_lines"]
+LINES_PER_RANK = _R["lines_per_rank"]
+LINE_CHARS = _R["line_chars"]
+MAX_RANKS = _R["max_ranks"]
 
 
 @dataclass

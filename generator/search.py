@@ -581,9 +581,9 @@ def rank(index: SearchIndex, clauses: tuple[tuple[str, str], ...], pool: list[in
         scores = {d: v for d, v in scores.items() if cover[d] == best}
     elif tag_rank is not None:
         scores = {d: tag_rank[d] for d in pool}
-    for doc, (s, confident) in fps.items():
+    for doc, (score, confident) in fps.items():
         if doc in allowed and not confident:
-            scores[doc] = scores.get(doc, 0) + s * WEAK_NUDGE
+            scores[doc] = scores.get(doc, 0) + score * WEAK_NUDGE
     rows = [(doc, fps[doc][0] if doc in fps and fps[doc][1] else 0, v) for doc, v in scores.items()]
     rows += [(doc, s, 0) for doc, (s, confident) in fps.items() if confident and doc in allowed and doc not in scores]
     return sorted(rows, key=lambda r: (-r[1], -r[2], r[0]))

@@ -188,7 +188,7 @@ def fingerprint_files(catalog: Catalog) -> tuple[int, list[tuple[str, str]]]:
         for fp in rec.head.fingerprints:
             owners.setdefault((fp.pattern, fp.near or "", fp.window, fp.score), []).append(ids[slug])
             covers[fp.pattern] = fp.literals
-    fps = [([sorted(set(docs)), *key], _anchors(covers[key[0]])) for key, docs in sorted(owners.items())]
+    fps: list[tuple[list[Any], list[str] | None]] = [([sorted(set(docs)), *key], _anchors(covers[key[0]])) for key, docs in sorted(owners.items())]
     refs = sum(len(record[0]) for record, _ in fps)  # a record weighs as many entries as it names
     shards = max(1, min(FP_MAX_SHARDS, math.ceil(refs / FP_PER_SHARD)))
     buckets: list[list[list[Any]]] = [[] for _ in range(shards)]

@@ -29,11 +29,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from .config import Config
 from .problems import BuildFailed, FailpediaError, Problem, SetupError, UsageError
 from .config import TEMPLATES
+
+if TYPE_CHECKING:
+    import watchfiles
 
 __all__ = ["BuildState", "Builder", "DevServer", "cmd_serve", "inject_reload"]
 
@@ -334,7 +338,7 @@ class DevServer:
         self.stop_event = threading.Event()
         self._watching = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._ignore: Callable[..., bool] | None = None  # watchfiles' editor-file filter, loaded with the watcher
+        self._ignore: Callable[[watchfiles.Change, str], bool] | None = None  # watchfiles' editor-file filter, loaded with the watcher
 
     def start(self) -> BuildState:
         state = self.builder.rebuild()
@@ -355,14 +359,14 @@ class DevServer:
         for t in self._threads:
             t.join(timeout=5)
 
-    def relevant(self, change: object, path: str) -> bool:
+    def relevant(self, change: watchfiles.Change, path: str) -> bool:
         """Entry and registry files, category folders, and anything under templates (editor swap
         and temporary files, caches and hidden files left out)."""
         if self._ignore is None:
             import watchfiles
 
             self._ignore = watchfiles.DefaultFilter()
-        if not self._ignore(change, path):  # type: ignore[arg-type]
+        if not self._ignore(change, path):
             return False
         p = Path(path)
         if p.name.startswith("."):
