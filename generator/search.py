@@ -22,29 +22,25 @@ by the same rules, in integers, so both give the same order:
 - A pasted error line is matched against every fingerprint; the entry whose fingerprint it is
   ranks first (a fingerprint whose `near` evidence is missing counts for less).
 
-Pure functions over a `Catalog`, plus `cmd_search`, the CLI command.
+Pure functions over a `Catalog` (the command is commands/search.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
-import json
 import math
 import re
-import sys
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from .catalog import Catalog, Record, normalize_tag
 from .entrytext import CAMEL_RE, TOKEN_RE, text_fields
 from .patterns import MAX_LINE, compile_pattern
-from .problems import BuildFailed, FailpediaError, UsageError
+from .problems import FailpediaError
 
 __all__ = [
     "Hit",
@@ -60,7 +56,6 @@ __all__ = [
     "rank",
     "stem",
     "vocab_key",
-    "cmd_search",
     "entry_texts",
     "identifier_variants",
     "identifiers",
@@ -605,45 +600,3 @@ def search(index: SearchIndex, query: Query) -> list[Hit]:
         tag_rank = {d: sum(1000 // (1 + catalog.records[index.slugs[d]].tags.index(t)) for t in query.tags) for d in pool}
     rows = rank(index, clauses, pool, fps, tag_rank)
     return [Hit(index.slugs[d], c * 10**9 + v if c else v, bool(c)) for d, c, v in rows]
-
-
-# --- The command ------------------------------------------------------------------------------
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    """`failpedia search QUERY`: ranked entries; --json for tools. Exit 0 found, 1 none, 2 bad query, 3 no usable entries."""
-    from .build import load_catalog
-    from .config import load_config
-    from .locate import locate
-    from .pages import entry_url
-    from .problems import SetupError
-
-    text = " ".join(args.query).strip()
-    if not text:
-        raise UsageError("empty query: give words, #tags or a pasted error line, e.g. failpedia search '#ddp #oom bucket'")
-    enc = locate(args.entries)
-    try:
-        catalog = load_catalog(enc.entries)
-    except BuildFailed as e:
-        errors = sum(p.severity == "error" for p in e.problems)
-        raise SetupError(f"cannot search: the entries in {enc.entries} have {errors} error{'s' * (errors != 1)}; run 'failpedia check' to see them") from None
-    config = load_config(enc.project)
-    index = SearchIndex.build(catalog)
-    query = parse_query(text, catalog, index.synonyms)
-    hits = search(index, query)[: args.top]
-    results = [
-        {"slug": h.slug, "title": catalog.records[h.slug].head.title, "url": config.base_url + entry_url(h.slug), "score": h.score, "tags": list(catalog.records[h.slug].tags)}
-        for h in hits
-    ]
-    if args.json:
-        print(json.dumps({"query": text, "results": results}, indent=2, ensure_ascii=False))
-        return 0 if results else 1
-    if not results:
-        tags = ", ".join("#" + t for t in suggest_tags(catalog, [*query.words, *query.idents]) if t not in query.tags)
-        print(f"no entries match '{text}': every #tag and every word must match; try fewer words, or a tag: {tags}", file=sys.stderr)
-        return 1
-    width = len(str(len(results)))
-    for n, r in enumerate(results, 1):
-        print(f"{n:>{width}}. {r['slug']}  {r['title']}")
-        print(f"{'':>{width}}  {r['url']}")
-    return 0
