@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar, cast
 from .load import LoadError, PathKey, Position, load_yaml, shown
 from .problems import BuildFailed, Problem
 from .read import Source
+from .searchterms import member_terms
 from .schema import SLUG_RE, Category, Entry, Tag, Verification
 from .validate import Head, Parsed, parse_categories, parse_entry, parse_synonyms, parse_tags, parse_verified, suggest
 
@@ -146,8 +147,6 @@ def _registry_tags(source: Source, problems: list[Problem]) -> tuple[dict[str, T
 def _registry_synonyms(source: Source, problems: list[Problem]) -> tuple[tuple[str, ...], ...]:
     """The synonym groups; a spelling that search cannot match, or one already in another group,
     is an error at its group's line."""
-    from .search import member_terms  # search builds on the catalog
-
     if source.synonyms is None:
         return ()
     path, raw = source.synonyms

@@ -26,8 +26,9 @@ from typing import Any
 from .catalog import Catalog
 from .entrytext import text_fields
 from .safejson import safe_json as _json
-from .search import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, STOP, TYPO, TYPO_MIN, WEAK_NUDGE, SearchIndex, Synonyms,
+from .search import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, TYPO, TYPO_MIN, WEAK_NUDGE, SearchIndex, Synonyms,
                      doc_terms, entry_texts)
+from .searchterms import STOP
 
 __all__ = ["PAIRS_ON_SEARCH_PAGE", "PAIR_MIN", "TagPair", "build_index", "fingerprint_files", "search_files", "search_files_key", "shard_of", "tag_pairs"]
 
