@@ -1,6 +1,7 @@
 """The `failpedia` command: a thin shell over the pipeline's functions.
 
-The only place that prints, and the only place that turns FailpediaError into an exit code.
+With the commands package (generator/commands/), the only place that prints or exits, and the
+only place that turns FailpediaError into an exit code.
 """
 
 from __future__ import annotations
