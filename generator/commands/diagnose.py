@@ -12,12 +12,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from ..build import load_catalog
 from ..config import load_config
 from ..diagnose import CHUNK, EVIDENCE_CHARS, Match, Matcher, matcher_spec, rank_hits
 from ..load import shown
 from ..locate import Encyclopedia, locate
-from ..pages import fingerprint_data
 from ..problems import BuildFailed, SetupError, UsageError
 from ..progress import Progress
 from ..ranks import RankScanner, RankVerdict, initiating_rank
@@ -66,6 +64,9 @@ def _chunks(path: str, stream: _Stream) -> Iterator[bytes]:
 
 def load_spec(enc: Encyclopedia) -> dict[str, Any]:
     """The matcher definition: the one compiled into the package, or made from the entries."""
+    from ..build import load_catalog  # the pipeline only when there is no compiled definition
+    from ..pages import fingerprint_data
+
     if enc.spec is not None:
         shipped: dict[str, Any] = json.loads(enc.spec.read_bytes())
         return shipped
