@@ -17,6 +17,7 @@ serve: $(DEPS_STAMP)
 	$(PY) -m generator serve
 
 test: $(TEST_STAMP) chromium java neovim vscode-check
+	$(PY) -m mypy  # strict, over generator/ ([tool.mypy] in pyproject.toml)
 	$(PY) -m pytest -q
 
 $(VENV)/bin/python:

@@ -81,7 +81,7 @@ def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: 
         results[path] = result
         done = result[0]
         if done is not None and cache.enabled and isinstance(done.entry, bytes):
-            cache.put(key, replace(done, entry=None), done.entry)
+            cache.put(key, replace(done, entry=b""), done.entry)  # the head; get() puts the blob back
     return results
 
 
@@ -133,6 +133,9 @@ def _parse_one(item: tuple[str, bytes], kept: bool) -> ParseResult:
         from .catalog import Stored
         from .pages import entry_fragments
 
+        from .schema import Entry
+
+        assert isinstance(parsed.entry, Entry)  # parse_entry returns the model itself
         stored = Stored(parsed.entry, entry_fragments(parsed.entry))
         parsed = replace(parsed, entry=pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL))
     return parsed.slim(), problems
@@ -238,8 +241,8 @@ def _build(
         json.dumps([repr(config), search, str(out_abs), git_head(entries)]),
     )
     if cache_dir is not None and stamp == cache.stamp and cache.site == str(out_abs) and out_abs.is_dir():
-        pages = sum(1 for p in cache.pages if p.endswith(".html"))
-        return BuildResult(out_abs, pages, len(cache.pages), 0, rendered=0, unchanged=True, entries=cache.entries)
+        html = sum(1 for p in cache.pages if p.endswith(".html"))
+        return BuildResult(out_abs, html, len(cache.pages), 0, rendered=0, unchanged=True, entries=cache.entries)
 
     from .catalog import build_catalog
     from .markdown import pygments_css
@@ -285,8 +288,8 @@ def _build(
             previous = os.path.join(out_abs, page.path)
             recorded = cache.pages.get(page.path)
             if same_site and _unchanged(recorded, key, previous) and writer.link(page.path, previous):
-                if writer.update:
-                    kept[page.path] = recorded  # not None: _unchanged matched it
+                if writer.update and recorded is not None:  # not None: _unchanged matched it
+                    kept[page.path] = recorded
                 continue
             todo.append((page, writer.reserve(page.path)))
         for name in sorted({p.template for p, _ in todo if p.template}):

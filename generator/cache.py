@@ -47,9 +47,12 @@ from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .problems import FailpediaError, SetupError
+
+if TYPE_CHECKING:
+    from .read import FileSig
 
 __all__ = ["BuildCache", "code_version", "digest", "input_stamp"]
 
@@ -101,7 +104,7 @@ def input_stamp(paths: Iterable[Path], extra: str) -> str:
 def code_version() -> str:
     """The cache format and the generator's code: parsed entries and derived indexes made by
     other code (a schema rule added, a ranking changed) are not reused."""
-    parts = [str(FORMAT)]
+    parts: list[bytes | str] = [str(FORMAT)]
     for p in _files(_GENERATOR):
         if p.suffix == ".py":
             parts += [p.name, p.read_bytes()]
@@ -237,7 +240,7 @@ class BuildCache:
     site: str = ""  # the output folder the page keys describe
     entries: int = 0  # entry pages of that site
     memo: MutableMapping[str, Any] = field(default_factory=dict)  # corpus-wide results by name, see catalog.Memo
-    files: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)  # entry file → (read.FileSig, digest)
+    files: dict[str, tuple[FileSig, str]] = field(default_factory=dict)  # entry file → (its signature, digest)
     _dirty: set[int] = field(default_factory=set)  # parsed shards to write
     _fresh: dict[str, bytes] = field(default_factory=dict, repr=False)  # blobs parsed in this build
     _blobs: dict[int, dict[str, bytes]] = field(default_factory=dict, repr=False)  # blob shards read so far
@@ -286,7 +289,7 @@ class BuildCache:
         """False for a cold build (`--no-cache`, or no place to keep a cache)."""
         return self.folder is not None
 
-    def known_files(self) -> dict[str, tuple[int, ...]]:
+    def known_files(self) -> dict[str, FileSig]:
         """Entry file → its signature when last read, for the files whose parse is cached: one
         still the same need not be read (read_source)."""
         return {path: sig for path, (sig, key) in self.files.items() if key in self.parsed}
@@ -358,7 +361,7 @@ class BuildCache:
         return self.folder / f"{kind}-{shard:02d}.pickle"
 
     def save(self, stamp: str, pages: dict[str, str], site: Path, keep: set[str], entries: int,
-             files: dict[str, tuple[tuple[int, ...], str]] | None = None) -> None:
+             files: dict[str, tuple[FileSig, str]] | None = None) -> None:
         """Write the new state; `keep` are the digests of the entries still present, `files` the
         entry files a next build may skip reading (see `known_files`)."""
         if self.folder is None:

@@ -15,11 +15,12 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
-from .load import LoadError, PathKey, load_yaml, shown
+from .load import LoadError, PathKey, Position, load_yaml, shown
 from .problems import BuildFailed, Problem
 from .read import Source
+from .searchterms import member_terms
 from .schema import SLUG_RE, Category, Entry, Tag, Verification
 from .validate import Head, Parsed, parse_categories, parse_entry, parse_synonyms, parse_tags, parse_verified, suggest
 
@@ -74,7 +75,9 @@ def _unpickle(blob: bytes) -> Entry | Stored:
     """Our own pickle of an entry (from a parse worker, or the signed build cache). The few most
     recent are kept: a page asks several times, but a worker rendering thousands must not keep
     them all."""
-    return pickle.loads(blob)
+    value = pickle.loads(blob)
+    assert isinstance(value, (Entry, Stored))
+    return value
 
 
 @dataclass(frozen=True)
@@ -144,8 +147,6 @@ def _registry_tags(source: Source, problems: list[Problem]) -> tuple[dict[str, T
 def _registry_synonyms(source: Source, problems: list[Problem]) -> tuple[tuple[str, ...], ...]:
     """The synonym groups; a spelling that search cannot match, or one already in another group,
     is an error at its group's line."""
-    from .search import member_terms  # search builds on the catalog
-
     if source.synonyms is None:
         return ()
     path, raw = source.synonyms
@@ -259,7 +260,7 @@ class Memo:
         key = self.shape if key is None else key
         known = self.store.get(name)
         if isinstance(known, tuple) and len(known) == 2 and known[0] == key:
-            return known[1]
+            return cast(T, known[1])  # stored by this name's compute
         value = compute()
         self.store[name] = (key, value)
         return value
@@ -291,13 +292,19 @@ def _shape(records: dict[str, Record], categories: dict[str, Category]) -> str:
 ParseResult = tuple[Parsed | None, list[Problem]]
 
 
+class _Where(Protocol):
+    """What a warning asks of a file's positions (Loaded, PackedPositions, _At)."""
+
+    def where(self, path: PathKey, *, key: bool = ...) -> Position: ...
+
+
 @dataclass(frozen=True)
 class _At:
     """A known position, answering `where` as a file's positions do (for warnings on the record)."""
 
     at: tuple[int, int]
 
-    def where(self, path: Any, *, key: bool = False) -> tuple[int, int]:
+    def where(self, path: PathKey, *, key: bool = False) -> Position:
         return self.at
 
 
@@ -330,7 +337,11 @@ def build_catalog(
             problems.append(
                 Problem(path, 0, 0, f"unknown category '{category}'{suggest(category, set(categories))} (categories are listed in categories.yaml)")
             )
-        result, errs = parsed_files[path] if parsed_files and path in parsed_files else parse_entry(raw, path)
+        if parsed_files and path in parsed_files:
+            result, errs = parsed_files[path]
+        else:
+            assert raw is not None, path  # read_source leaves out only the bytes of files the caller has parsed
+            result, errs = parse_entry(raw, path)
         problems.extend(errs)
         if result is not None:
             parsed[slug] = (path, category, result)
@@ -392,7 +403,7 @@ def build_catalog(
 
     memo = Memo(store, _shape(records, categories)) if store is not None else None
     # (path, positions and the path within the file, or None for the whole file, message)
-    pending: list[tuple[str, Any, PathKey | None, str]] = []
+    pending: list[tuple[str, _Where | None, PathKey | None, str]] = []
     for slug, rec in records.items():
         for i, target in enumerate(rec.head.related):
             if slug not in records[target].head.related:
@@ -412,10 +423,12 @@ def build_catalog(
             if len(slugs) == 1:
                 pending.append((source.tags[0], None, None, f"tag '{t}' is used by a single entry ({slugs[0]})"))
 
+    def warning(path: str, loaded: _Where | None, at: PathKey | None, message: str) -> Problem:
+        line, col = loaded.where(at) if loaded is not None and at is not None else (0, 0)
+        return Problem(path, line, col, message, "warning")
+
     def make_warnings() -> tuple[Problem, ...]:
-        return tuple(sorted(
-            Problem(path, *(loaded.where(at) if at is not None else (0, 0)), message, "warning") for path, loaded, at, message in pending
-        ))
+        return tuple(sorted(warning(*item) for item in pending))
     return Catalog(
         records=records,
         tags=tags,

@@ -1,6 +1,7 @@
 """The `failpedia` command: a thin shell over the pipeline's functions.
 
-The only place that prints, and the only place that turns FailpediaError into an exit code.
+With the commands package (generator/commands/), the only place that prints or exits, and the
+only place that turns FailpediaError into an exit code.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .problems import BuildFailed, FailpediaError, Problem
 
@@ -20,7 +21,7 @@ __all__ = ["main"]
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         print(f"failpedia: error: {message}", file=sys.stderr)
         raise SystemExit(2)
@@ -303,7 +304,7 @@ def _print_run_diagnosis(result: Any, top: int) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .diagnose import _load_spec
+    from .commands.diagnose import load_spec
     from .launcher import RunResult, supervise
     from .problems import UsageError
 
@@ -313,7 +314,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .locate import locate
 
     enc = locate(args.entries)
-    spec = _load_spec(enc)
+    spec = load_spec(enc)
     base_url = load_config(enc.project).base_url
 
     def early(matches: list[Any]) -> None:
@@ -408,7 +409,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=str(SERVE_OUT), metavar="DIR", help=f"output folder (default: {SERVE_OUT}, never the deployed site/)")
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.add_argument("--templates", default=None, metavar="DIR", help="jinja templates and static files (default: the ones shipped in templates/)")
-    p.set_defaults(func=_lazy("serve", "cmd_serve"))
+    p.set_defaults(func=_serve)
 
     p = sub.add_parser("new", help="start a new entry from a template with every field")
     p.add_argument("slug", help="the entry's slug and file name, e.g. nccl-watchdog-timeout")
@@ -416,7 +417,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tags", default="", metavar="A,B", help="comma-separated tags from entries/tags.yaml")
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
-    p.set_defaults(func=_lazy("scaffold", "cmd_new"))
+    p.set_defaults(func=_new)
 
     p = sub.add_parser("build", help="check the entries, then render the site")
     p.add_argument("--entries", default="entries", metavar="DIR", help="entries folder (default: entries)")
@@ -467,7 +468,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=_at_least_one, default=5, metavar="N", help="show at most N matches (default: 5)")
     p.add_argument("--json", action="store_true", help="print JSON for tools")
     p.add_argument("--follow", action="store_true", help="watch a growing log (like tail -f) and report as soon as a fingerprint fires")
-    p.set_defaults(func=_lazy("diagnose", "cmd_diagnose"))
+    p.set_defaults(func=_diagnose)
 
     p = sub.add_parser("search", help="find entries by words, #tags, identifiers or a pasted error line")
     p.add_argument("query", nargs="+", metavar="QUERY", help="e.g. '#ddp #oom bucket' (quote it: # starts a shell comment)")
@@ -475,7 +476,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=_at_least_one, default=10, metavar="N", help="show at most N results (default: 10)")
     p.add_argument("--json", action="store_true", help='print {"query": ..., "results": [{"slug", "title", "url", "score", "tags"}, ...]}')
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
-    p.set_defaults(func=_lazy("search", "cmd_search"))
+    p.set_defaults(func=_search)
 
     p = sub.add_parser(
         "run", help="run a training command, pass its output through, and diagnose it when it fails",
@@ -503,15 +504,31 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _lazy(module: str, name: str):  # type: ignore[no-untyped-def]
-    """Import a command's module only when it runs, so `import generator` stays light."""
+# The commands of their own modules, imported only when they run, so `import generator` stays light.
 
-    def run(args: argparse.Namespace) -> int:
-        import importlib
 
-        return int(getattr(importlib.import_module(f"generator.{module}"), name)(args))
+def _serve(args: argparse.Namespace) -> int:
+    from .commands.serve import cmd_serve
 
-    return run
+    return cmd_serve(args)
+
+
+def _new(args: argparse.Namespace) -> int:
+    from .commands.new import cmd_new
+
+    return cmd_new(args)
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    from .commands.diagnose import cmd_diagnose
+
+    return cmd_diagnose(args)
+
+
+def _search(args: argparse.Namespace) -> int:
+    from .commands.search import cmd_search
+
+    return cmd_search(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

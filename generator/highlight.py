@@ -18,7 +18,7 @@ from typing import Any
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
 from pygments.styles import get_style_by_name
-from pygments.token import STANDARD_TYPES, Token, _TokenType
+from pygments.token import STANDARD_TYPES, Token, _TokenType, is_token_subtype
 
 __all__ = ["DARK", "LIGHT", "THEMES", "looks", "stylesheet", "to_html"]
 
@@ -58,7 +58,7 @@ def _representatives() -> dict[_TokenType, _TokenType]:
             continue
         parent = ttype.parent
         assert parent is not None
-        if any(ttype in p for p in _PLAIN) and not any(ttype in k for k in _KEEP):
+        if any(is_token_subtype(ttype, p) for p in _PLAIN) and not any(is_token_subtype(ttype, k) for k in _KEEP):
             rep[ttype] = Token
         elif pair(ttype) == pair(rep[parent]):
             rep[ttype] = rep[parent]

@@ -168,6 +168,7 @@ class _Walker:
             return result
         if isinstance(node, yaml.SequenceNode):
             return [self.walk(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
+        assert isinstance(node, yaml.ScalarNode)  # the composer makes only these three kinds
         return self.walk_scalar(node)
 
     def walk_scalar(self, node: yaml.ScalarNode) -> Any:

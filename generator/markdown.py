@@ -58,7 +58,7 @@ def _md() -> MarkdownIt:
     md.enable("table")
     md.enable("strikethrough")
     md.disable("image")
-    md.validateLink = safe_link  # type: ignore[method-assign]
+    md.validateLink = safe_link  # type: ignore[method-assign]  # markdown-it's documented hook is an attribute to replace
     md.inline.ruler.before("link", "xref", _xref_rule)
     md.add_render_rule("xref", lambda _self, tokens, idx, _options, _env: _xref_html(tokens[idx].content))
     return md

@@ -19,6 +19,7 @@ import re
 from functools import lru_cache
 import warnings
 from dataclasses import dataclass
+from typing import TypeGuard
 
 __all__ = ["MAX_LINE", "check_pattern", "compile_pattern", "plain_number", "required_literals"]
 
@@ -217,7 +218,7 @@ class _Parser(_Reader):
 _PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?", re.ASCII)
 
 
-def plain_number(text: str | None) -> bool:
+def plain_number(text: str | None) -> TypeGuard[str]:
     """Whether a captured group is a plain decimal (what numeric fingerprints compare; Python's
     float() and JavaScript's parseFloat() read these alike)."""
     return text is not None and _PLAIN_NUMBER.fullmatch(text) is not None

@@ -4,9 +4,35 @@ rules from the same text. Each is valid in Python's `re` and in JavaScript."""
 
 from __future__ import annotations
 
-__all__ = ["RANK_RULES"]
+from typing import TypedDict
 
-RANK_RULES: dict[str, object] = {
+__all__ = ["RANK_RULES", "RankRules"]
+
+
+class RankRules(TypedDict):
+    literals: list[str]
+    rank_in_text: str
+    watchdog: str
+    enqueued: str
+    first_dump: str
+    nccl_host: str
+    line_host: str
+    root_rank: str
+    root_host: str
+    barrier_failed: str
+    horovod_missing: str
+    horovod_stalled: str
+    horovod_stalled_rank: str
+    stalled_block_lines: int
+    barrier_blames: str
+    world_size: str
+    root_block_lines: int
+    lines_per_rank: int
+    line_chars: int
+    max_ranks: int
+
+
+RANK_RULES: RankRules = {
     # Only lines holding one of these (or inside a torchrun root-cause block) are read.
     "literals": [
         "Watchdog caught", "last enqueued", "signal dumping", "dump signal from another", "Root Cause",

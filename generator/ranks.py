@@ -30,27 +30,27 @@ from .rankrules import RANK_RULES
 __all__ = ["RankScanner", "RankVerdict", "initiating_rank"]
 
 _R = RANK_RULES
-_LITERALS = tuple(str(lit).encode() for lit in _R["literals"])  # type: ignore[attr-defined]
+_LITERALS = tuple(lit.encode() for lit in _R["literals"])
 _ANSI = re.compile(ANSI_PATTERN)
-_RANK_IN_TEXT = re.compile(str(_R["rank_in_text"]))
-_WATCHDOG = re.compile(str(_R["watchdog"]))
-_ENQUEUED = re.compile(str(_R["enqueued"]))
-_FIRST_DUMP = re.compile(str(_R["first_dump"]))
-_NCCL_HOST = re.compile(str(_R["nccl_host"]))
-_LINE_HOST = re.compile(str(_R["line_host"]))
-_ROOT_RANK = re.compile(str(_R["root_rank"]))
-_ROOT_HOST = re.compile(str(_R["root_host"]))
-_BARRIER_FAILED = re.compile(str(_R["barrier_failed"]))
-_HOROVOD_MISSING = re.compile(str(_R["horovod_missing"]))
-_HOROVOD_STALLED = re.compile(str(_R["horovod_stalled"]))
-_HOROVOD_STALLED_RANK = re.compile(str(_R["horovod_stalled_rank"]))
-_BARRIER_BLAMES = re.compile(str(_R["barrier_blames"]))
-_WORLD_SIZE = re.compile(str(_R["world_size"]))
-STALLED_BLOCK_LINES = int(str(_R["stalled_block_lines"]))
-ROOT_BLOCK_LINES = int(str(_R["root_block_lines"]))
-LINES_PER_RANK = int(str(_R["lines_per_rank"]))
-LINE_CHARS = int(str(_R["line_chars"]))
-MAX_RANKS = int(str(_R["max_ranks"]))
+_RANK_IN_TEXT = re.compile(_R["rank_in_text"])
+_WATCHDOG = re.compile(_R["watchdog"])
+_ENQUEUED = re.compile(_R["enqueued"])
+_FIRST_DUMP = re.compile(_R["first_dump"])
+_NCCL_HOST = re.compile(_R["nccl_host"])
+_LINE_HOST = re.compile(_R["line_host"])
+_ROOT_RANK = re.compile(_R["root_rank"])
+_ROOT_HOST = re.compile(_R["root_host"])
+_BARRIER_FAILED = re.compile(_R["barrier_failed"])
+_HOROVOD_MISSING = re.compile(_R["horovod_missing"])
+_HOROVOD_STALLED = re.compile(_R["horovod_stalled"])
+_HOROVOD_STALLED_RANK = re.compile(_R["horovod_stalled_rank"])
+_BARRIER_BLAMES = re.compile(_R["barrier_blames"])
+_WORLD_SIZE = re.compile(_R["world_size"])
+STALLED_BLOCK_LINES = _R["stalled_block_lines"]
+ROOT_BLOCK_LINES = _R["root_block_lines"]
+LINES_PER_RANK = _R["lines_per_rank"]
+LINE_CHARS = _R["line_chars"]
+MAX_RANKS = _R["max_ranks"]
 
 
 @dataclass
@@ -75,8 +75,8 @@ class RankScanner:
     _line_base: int = 0
     # Ranks the software itself names as not having arrived (monitored barrier, Horovod's stall
     # report): rank -> (times named, first line); and the ranks a barrier's waiters blame.
-    named: dict[int, list] = field(default_factory=dict)
-    blamed: dict[int, list] = field(default_factory=dict)
+    named: dict[int, list[Any]] = field(default_factory=dict)  # [times, (line, text)]
+    blamed: dict[int, list[Any]] = field(default_factory=dict)
     waiters: set[int] = field(default_factory=set)
     _in_root: int = 0  # lines left of a root-cause block being read
     _root_host: str | None = None
@@ -112,7 +112,7 @@ class RankScanner:
         if len(st.lines) < LINES_PER_RANK:
             st.lines.append((number, text.strip()[:LINE_CHARS]))
 
-    def _name(self, table: dict[int, list], rank: int, number: int, text: str) -> None:
+    def _name(self, table: dict[int, list[Any]], rank: int, number: int, text: str) -> None:
         if rank in table:
             table[rank][0] += 1
         elif len(table) < MAX_RANKS:

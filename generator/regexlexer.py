@@ -42,7 +42,7 @@ def accelerate(lexer: Lexer) -> Lexer:
     """`lexer`, trying only the rules that can match at each position; other kinds of lexer
     (JSON's is hand-written, YAML's keeps a context) are returned as they are."""
     if type(lexer).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed:
-        lexer.get_tokens_unprocessed = partial(_tokens, lexer, _States(lexer._tokens))  # type: ignore[attr-defined,method-assign]
+        lexer.get_tokens_unprocessed = partial(_tokens, lexer, _States(lexer._tokens))  # type: ignore[attr-defined,method-assign]  # Pygments' per-lexer state table, no public API
     return lexer
 
 

@@ -95,7 +95,9 @@ class Renderer:
         return digest(*(part for n in sorted(sources) for part in (n, sources[n][0])))
 
     def _source(self, name: str) -> tuple[str, str | None]:
-        source, path, _ = self.env.loader.get_source(self.env, name)  # type: ignore[union-attr]
+        loader = self.env.loader
+        assert loader is not None  # the Environment is made with a FileSystemLoader
+        source, path, _ = loader.get_source(self.env, name)
         return source, path
 
     def load(self, name: str) -> None:
@@ -137,7 +139,7 @@ def _template_problem(e: TemplateError, page: str | None = None) -> Problem:
         return Problem(e.filename or e.name or "templates", e.lineno or 0, 0, f"template error: {e.message}{rendering}")
     frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.endswith(".py")]
     path, line = (frames[-1].filename, frames[-1].lineno or 0) if frames else ("templates", 0)
-    message = _missing(e.name) if isinstance(e, TemplateNotFound) else e.message or type(e).__name__
+    message = _missing(str(e.name)) if isinstance(e, TemplateNotFound) else e.message or type(e).__name__
     return Problem(path, line, 0, f"template error: {message}{rendering}")
 
 

@@ -4,12 +4,11 @@
 field docstrings (first sentence) and whose values are `<fill in ...>` placeholders that
 `failpedia check` refuses until they are replaced. `field_guide()` renders the same docstrings
 as CONTRIBUTING.md's field-by-field tables, so neither can drift from `schema.py`.
-`cmd_new` is the `failpedia new` command (lazily imported by cli.py).
+`create_entry` writes one (the `failpedia new` command is commands/new.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -40,7 +39,7 @@ from .schema import (
 )
 from .validate import parse_categories, parse_tags, suggest
 
-__all__ = ["GUIDE_MODELS", "SCHEMA_FILE", "cmd_new", "create_entry", "field_guide", "scaffold_text", "schema_ref"]
+__all__ = ["GUIDE_MODELS", "SCHEMA_FILE", "create_entry", "field_guide", "placeholders", "scaffold_text", "schema_ref"]
 
 MAX_SLUG = 80
 MAX_TAGS = 12
@@ -290,17 +289,10 @@ def create_entry(root: Path, slug: str, category: str, tags: Sequence[str], proj
     return path
 
 
-def cmd_new(args: argparse.Namespace) -> int:
-    from .config import load_config
-
-    config = load_config(Path(args.project))
-    tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()]
-    path = create_entry(Path(args.entries), args.slug, args.category, tags, Path(args.project), config.base_url)
-    values = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.lstrip().startswith("#")]
-    count = sum(len(_PLACEHOLDER_RE.findall(line)) for line in values)
-    print(f"created {path} with {count} placeholders to fill in")
-    print("next: replace every <fill in ...>, run 'failpedia check', preview with 'failpedia serve' (guide: CONTRIBUTING.md)")
-    return 0
+def placeholders(text: str) -> int:
+    """The placeholders still to fill in an entry's YAML (comment lines left out)."""
+    values = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    return sum(len(_PLACEHOLDER_RE.findall(line)) for line in values)
 
 
 # --- the field guide (CONTRIBUTING.md) ----------------------------------------------------------

@@ -22,29 +22,26 @@ by the same rules, in integers, so both give the same order:
 - A pasted error line is matched against every fingerprint; the entry whose fingerprint it is
   ranks first (a fingerprint whose `near` evidence is missing counts for less).
 
-Pure functions over a `Catalog`, plus `cmd_search`, the CLI command.
+Pure functions over a `Catalog` (the command is commands/search.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
-import json
 import math
-import re
-import sys
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from .catalog import Catalog, Record, normalize_tag
-from .entrytext import CAMEL_RE, TOKEN_RE, text_fields
+from .entrytext import TOKEN_RE, text_fields
 from .patterns import MAX_LINE, compile_pattern
-from .problems import BuildFailed, FailpediaError, UsageError
+from .problems import FailpediaError
+from .searchterms import (
+    ALNUM_RE, STOP, WORD_RE, clean_token, edit1, identifier_of, identifier_variants, identifiers, is_identifier, member_terms, phrase_term, stem, words_of,
+)
 
 __all__ = [
     "Hit",
@@ -60,7 +57,6 @@ __all__ = [
     "rank",
     "stem",
     "vocab_key",
-    "cmd_search",
     "entry_texts",
     "identifier_variants",
     "identifiers",
@@ -70,166 +66,6 @@ __all__ = [
     "search",
     "suggest_tags",
 ]
-
-MAX_IDENTIFIER = 80
-
-_JOINED_RE = re.compile(r"[A-Za-z0-9][.:/=]+[A-Za-z0-9]")
-_SEP_RE = re.compile(r"([.:/=]+)")
-_PLAIN_RE = re.compile(r"[a-z]+|[A-Z][a-z]*|[A-Z]+|\d+")  # ordinary words and numbers: never identifiers
-_ALNUM_ONE_RE = re.compile(r"[A-Za-z0-9]")
-_LETTER_RE = re.compile(r"[A-Za-z]")
-_DIGIT_RE = re.compile(r"\d")
-_NEGATIVE_RE = re.compile(r"-\d+")
-_OPTION_RE = re.compile(r"--[A-Za-z]")
-_KEEP_DASH_RE = re.compile(r"-\d|--[A-Za-z]")
-_WORD_RE = re.compile(r"[a-z0-9]+")
-_ALNUM_RE = re.compile(r"[A-Za-z0-9]+")
-
-
-# --- Identifiers ------------------------------------------------------------------------------
-
-
-def _clean(token: str) -> str:
-    token = token.rstrip(".:/=-").lstrip(".:/=")
-    if token.startswith("-") and not _KEEP_DASH_RE.match(token):
-        token = token.lstrip("-")
-    return token
-
-
-def is_identifier(token: str) -> bool:
-    """Whether a cleaned token is matched whole: it has `_`, a `.:/=` between alphanumerics,
-    a camelCase hump, letters and digits (`c10d`, `fp16`), or is a negative number (`-9`) or
-    a long option (`--foo`)."""
-    if not 2 <= len(token) <= MAX_IDENTIFIER or _PLAIN_RE.fullmatch(token) or "://" in token or not _ALNUM_ONE_RE.search(token):
-        return False
-    return bool(
-        "_" in token
-        or _JOINED_RE.search(token)
-        or CAMEL_RE.search(token)
-        or (_LETTER_RE.search(token) and _DIGIT_RE.search(token))
-        or _NEGATIVE_RE.fullmatch(token)
-        or _OPTION_RE.match(token)
-    )
-
-
-def identifiers(text: str) -> list[str]:
-    """The identifiers in `text`, in order, as written."""
-    found = (_identifier_of(token) for token in TOKEN_RE.findall(text))
-    return [token for token in found if token]
-
-
-@lru_cache(maxsize=1 << 17)
-def _identifier_of(token: str) -> str:
-    """A raw token's identifier, or '' (words recur, so each spelling is judged once)."""
-    if _PLAIN_RE.fullmatch(token):
-        return ""
-    token = _clean(token)
-    return token if is_identifier(token) else ""
-
-
-@lru_cache(maxsize=1 << 16)
-def identifier_variants(token: str) -> frozenset[str]:
-    """The lower-case forms one identifier is found by: itself and each shorter run of its
-    `.:/=`-separated parts that is still an identifier (`torch.cuda.OutOfMemoryError` →
-    `cuda.outofmemoryerror`, `outofmemoryerror`, ...)."""
-    out = {token.lower()}
-    pieces = _SEP_RE.split(token)
-    words, seps = pieces[0::2], pieces[1::2]
-    n = len(words)
-    if 2 <= n <= 8:
-        for i in range(n):
-            for j in range(i + 1, min(n, i + 4) + 1):
-                if (i, j) == (0, n) or not words[i] or not words[j - 1]:
-                    continue
-                sub = "".join(w + (seps[k] if k < j - 1 else "") for k, w in enumerate(words[i:j], start=i))
-                if is_identifier(sub):
-                    out.add(sub.lower())
-    return frozenset(out)
-
-
-# --- Words ------------------------------------------------------------------------------------
-
-# Words a query drops (an entry still indexes them, for phrases such as 'out of memory'): function
-# words, and the words any question about a failure has ('error', 'getting', 'fix').
-STOP = frozenset(
-    "a an and are as at be but by can could do does did for from had has have how i if in into is it its "
-    "me my of on or our so that the their then there this to was we what when where which while who why "
-    "will with would you your error get got getting issue problem help fix solv "
-    # and the words that only place or qualify a symptom ('loss explosion during training'), stemmed
-    "dur after befor whil until only still just also even again som any every each all very too than "
-    "using sometim alway suddenly randomly".split()
-)
-_PLURALS = (("ies", "y"), ("sses", "ss"), ("ches", "ch"), ("shes", "sh"), ("xes", "x"), ("zes", "z"))
-_KEEP_S = ("ss", "us", "is")
-
-
-@lru_cache(maxsize=1 << 17)
-def stem(word: str) -> str:
-    """A light English stemmer (search.js has the same): plural, then -ing/-ed, then a final e,
-    then a doubled consonant; words with digits and words of 3 letters or fewer stay as they are.
-    It maps the forms of one word together ('hangs', 'hanging' → 'hang'; 'explode', 'exploding'
-    → 'explod'); it is not meant to make real words."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    w = word
-    for suffix, repl in _PLURALS:
-        if w.endswith(suffix):
-            w = w[: -len(suffix)] + repl
-            break
-    else:
-        if w.endswith("s") and not w.endswith(_KEEP_S):
-            w = w[:-1]
-    stripped = False
-    for suffix in ("ing", "ed"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            w = w[: -len(suffix)]
-            stripped = True
-            break
-    if w.endswith("e") and len(w) >= 4:
-        w = w[:-1]
-    if stripped and len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "lsz" and w[-1] not in "aeiou":
-        w = w[:-1]
-    return w
-
-
-def words_of(text: str) -> list[str]:
-    """The stemmed words of a text, in order."""
-    return [stem(w) for w in _WORD_RE.findall(text.lower())]
-
-
-def edit1(a: str, b: str) -> bool:
-    """Whether a and b differ by exactly one insertion, deletion, substitution or swap of two
-    neighbours (search.js has the same)."""
-    la, lb = len(a), len(b)
-    if a == b or abs(la - lb) > 1:
-        return False
-    i = 0
-    while i < min(la, lb) and a[i] == b[i]:
-        i += 1
-    if la == lb:
-        if a[i + 1 :] == b[i + 1 :]:
-            return True
-        return i + 1 < la and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2 :] == b[i + 2 :]
-    return a[i + 1 :] == b[i:] if la > lb else a[i:] == b[i + 1 :]
-
-
-# --- Synonyms ---------------------------------------------------------------------------------
-
-
-def member_terms(spelling: str) -> tuple[str, ...]:
-    """What one synonym spelling is matched as: ('=ident',) for an identifier, else its stemmed
-    words (one word, or a phrase)."""
-    tokens = spelling.split()
-    if len(tokens) == 1:
-        ident = _clean(tokens[0])
-        if is_identifier(ident) and not ident.isalnum():
-            return ("=" + ident.lower(),)
-    return tuple(words_of(spelling))
-
-
-def phrase_term(words: tuple[str, ...] | list[str]) -> str:
-    """The term of a synonym phrase (its stemmed words): '^' + the words joined by '_'."""
-    return "^" + "_".join(words)
 
 
 @dataclass(frozen=True)
@@ -346,14 +182,14 @@ def query_clauses(free: str, synonyms: Synonyms) -> tuple[tuple[str, str], ...]:
     seq: list[tuple[str, str]] = []  # ('i', '=ident') or ('w', stemmed word), in order
     pos = 0
     for m in TOKEN_RE.finditer(free):
-        seq += [("w", stem(w)) for w in _WORD_RE.findall(free[pos : m.start()].lower())]
+        seq += [("w", stem(w)) for w in WORD_RE.findall(free[pos : m.start()].lower())]
         pos = m.end()
-        tok = _clean(m.group())
+        tok = clean_token(m.group())
         if is_identifier(tok) and not tok.isalnum():
             seq.append(("i", "=" + tok.lower()))
         else:
-            seq += [("w", stem(w)) for w in _WORD_RE.findall(m.group().lower())]
-    seq += [("w", stem(w)) for w in _WORD_RE.findall(free[pos:].lower())]
+            seq += [("w", stem(w)) for w in WORD_RE.findall(m.group().lower())]
+    seq += [("w", stem(w)) for w in WORD_RE.findall(free[pos:].lower())]
     seq = [(k, t) for k, t in seq if k == "i" or len(t) > 1 or t.isdigit()]
     out: list[tuple[str, str]] = []
     i = 0
@@ -406,7 +242,7 @@ def doc_terms(fields: dict[str, list[str]], synonyms: Synonyms) -> dict[str, int
         seq = words_of(text)
         counts: Counter[str] = Counter(seq)
         for token, n in Counter(TOKEN_RE.findall(text)).items():
-            ident = _identifier_of(token)
+            ident = identifier_of(token)
             if ident:
                 for variant in identifier_variants(ident):
                     if not variant.isalnum():
@@ -528,7 +364,7 @@ def clause_scores(index: SearchIndex, clause: tuple[str, str]) -> dict[int, int]
 
 def _looks_pasted(text: str) -> bool:
     """Worth matching against the fingerprints (search.js asks the same)."""
-    return len(_ALNUM_RE.findall(text)) >= 3 or len(text) >= 24
+    return len(ALNUM_RE.findall(text)) >= 3 or len(text) >= 24
 
 
 def fingerprint_scores(catalog: Catalog, text: str) -> dict[str, tuple[int, bool]]:
@@ -581,9 +417,9 @@ def rank(index: SearchIndex, clauses: tuple[tuple[str, str], ...], pool: list[in
         scores = {d: v for d, v in scores.items() if cover[d] == best}
     elif tag_rank is not None:
         scores = {d: tag_rank[d] for d in pool}
-    for doc, (s, confident) in fps.items():
+    for doc, (score, confident) in fps.items():
         if doc in allowed and not confident:
-            scores[doc] = scores.get(doc, 0) + s * WEAK_NUDGE
+            scores[doc] = scores.get(doc, 0) + score * WEAK_NUDGE
     rows = [(doc, fps[doc][0] if doc in fps and fps[doc][1] else 0, v) for doc, v in scores.items()]
     rows += [(doc, s, 0) for doc, (s, confident) in fps.items() if confident and doc in allowed and doc not in scores]
     return sorted(rows, key=lambda r: (-r[1], -r[2], r[0]))
@@ -597,7 +433,7 @@ def search(index: SearchIndex, query: Query) -> list[Hit]:
     fp = fingerprint_scores(catalog, query.free) if _looks_pasted(query.free) else {}
     fps = {ids[s]: v for s, v in fp.items()}
     # A long pasted line that names its entries: its other words would only add noise.
-    textual = not (len(_ALNUM_RE.findall(query.free)) >= LONG_PASTE and any(c for _, c in fp.values()))
+    textual = not (len(ALNUM_RE.findall(query.free)) >= LONG_PASTE and any(c for _, c in fp.values()))
     clauses = query.clauses if textual else ()
     tag_rank = None
     if textual and query.tags and not query.clauses:
@@ -605,45 +441,3 @@ def search(index: SearchIndex, query: Query) -> list[Hit]:
         tag_rank = {d: sum(1000 // (1 + catalog.records[index.slugs[d]].tags.index(t)) for t in query.tags) for d in pool}
     rows = rank(index, clauses, pool, fps, tag_rank)
     return [Hit(index.slugs[d], c * 10**9 + v if c else v, bool(c)) for d, c, v in rows]
-
-
-# --- The command ------------------------------------------------------------------------------
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    """`failpedia search QUERY`: ranked entries; --json for tools. Exit 0 found, 1 none, 2 bad query, 3 no usable entries."""
-    from .build import load_catalog
-    from .config import load_config
-    from .locate import locate
-    from .pages import entry_url
-    from .problems import SetupError
-
-    text = " ".join(args.query).strip()
-    if not text:
-        raise UsageError("empty query: give words, #tags or a pasted error line, e.g. failpedia search '#ddp #oom bucket'")
-    enc = locate(args.entries)
-    try:
-        catalog = load_catalog(enc.entries)
-    except BuildFailed as e:
-        errors = sum(p.severity == "error" for p in e.problems)
-        raise SetupError(f"cannot search: the entries in {enc.entries} have {errors} error{'s' * (errors != 1)}; run 'failpedia check' to see them") from None
-    config = load_config(enc.project)
-    index = SearchIndex.build(catalog)
-    query = parse_query(text, catalog, index.synonyms)
-    hits = search(index, query)[: args.top]
-    results = [
-        {"slug": h.slug, "title": catalog.records[h.slug].head.title, "url": config.base_url + entry_url(h.slug), "score": h.score, "tags": list(catalog.records[h.slug].tags)}
-        for h in hits
-    ]
-    if args.json:
-        print(json.dumps({"query": text, "results": results}, indent=2, ensure_ascii=False))
-        return 0 if results else 1
-    if not results:
-        tags = ", ".join("#" + t for t in suggest_tags(catalog, [*query.words, *query.idents]) if t not in query.tags)
-        print(f"no entries match '{text}': every #tag and every word must match; try fewer words, or a tag: {tags}", file=sys.stderr)
-        return 1
-    width = len(str(len(results)))
-    for n, r in enumerate(results, 1):
-        print(f"{n:>{width}}. {r['slug']}  {r['title']}")
-        print(f"{'':>{width}}  {r['url']}")
-    return 0

@@ -26,8 +26,9 @@ from typing import Any
 from .catalog import Catalog
 from .entrytext import text_fields
 from .safejson import safe_json as _json
-from .search import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, STOP, TYPO, TYPO_MIN, WEAK_NUDGE, SearchIndex, Synonyms,
+from .search import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, TYPO, TYPO_MIN, WEAK_NUDGE, SearchIndex, Synonyms,
                      doc_terms, entry_texts)
+from .searchterms import STOP
 
 __all__ = ["PAIRS_ON_SEARCH_PAGE", "PAIR_MIN", "TagPair", "build_index", "fingerprint_files", "search_files", "search_files_key", "shard_of", "tag_pairs"]
 
@@ -188,7 +189,7 @@ def fingerprint_files(catalog: Catalog) -> tuple[int, list[tuple[str, str]]]:
         for fp in rec.head.fingerprints:
             owners.setdefault((fp.pattern, fp.near or "", fp.window, fp.score), []).append(ids[slug])
             covers[fp.pattern] = fp.literals
-    fps = [([sorted(set(docs)), *key], _anchors(covers[key[0]])) for key, docs in sorted(owners.items())]
+    fps: list[tuple[list[Any], list[str] | None]] = [([sorted(set(docs)), *key], _anchors(covers[key[0]])) for key, docs in sorted(owners.items())]
     refs = sum(len(record[0]) for record, _ in fps)  # a record weighs as many entries as it names
     shards = max(1, min(FP_MAX_SHARDS, math.ceil(refs / FP_PER_SHARD)))
     buckets: list[list[list[Any]]] = [[] for _ in range(shards)]

@@ -14,14 +14,12 @@ per build); `/__failpedia/errors.json` is the last build's outcome.
 
 from __future__ import annotations
 
-import argparse
 import errno
 import hashlib
 import http.server
 import json
 import os
 import secrets
-import signal
 import socket
 import sys
 import threading
@@ -29,13 +27,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from .config import Config
 from .problems import BuildFailed, FailpediaError, Problem, SetupError, UsageError
 from .config import TEMPLATES
 
-__all__ = ["BuildState", "Builder", "DevServer", "cmd_serve", "inject_reload"]
+if TYPE_CHECKING:
+    import watchfiles
+
+__all__ = ["BuildState", "Builder", "DevServer", "inject_reload"]
 
 PREFIX = "/__failpedia/"
 RELOAD_JS = Path(__file__).resolve().parent.parent / "templates" / "serve" / "reload.js"
@@ -277,12 +279,13 @@ class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     builder: Builder
     session: str
+    errors: Log  # where an unexpected error while answering a request is reported
 
     def handle_error(self, request: object, client_address: object) -> None:
         err = sys.exc_info()[1]
         if isinstance(err, (BrokenPipeError, ConnectionResetError, TimeoutError)):
             return
-        print(f"failpedia serve: error while answering {client_address}: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+        self.errors(f"failpedia serve: error while answering {client_address}: {type(err).__name__}: {err}")
 
 
 class _Server6(_Server):
@@ -312,11 +315,12 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 class DevServer:
-    """The HTTP server, the watcher and the builder, started and stopped together."""
+    """The HTTP server, the watcher and the builder, started and stopped together. `log` hears of
+    builds and the watcher, `errors` (default: `log`) of a request that failed unexpectedly."""
 
     def __init__(
         self, entries: Path, out: Path, config: Config, host: str, port: int, log: Log, templates: Path = TEMPLATES,
-        cache_dir: Path | None = None,
+        cache_dir: Path | None = None, errors: Log | None = None,
     ) -> None:
         if not entries.is_dir():
             raise SetupError(f"{entries}: entries folder not found; pass --entries DIR")
@@ -331,10 +335,11 @@ class DevServer:
         self.builder = Builder(entries, out, config.with_base_url(self.url), templates, cache_dir, log)
         self.httpd.builder = self.builder
         self.httpd.session = secrets.token_hex(8)
+        self.httpd.errors = errors or log
         self.stop_event = threading.Event()
         self._watching = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._ignore: Callable[..., bool] | None = None  # watchfiles' editor-file filter, loaded with the watcher
+        self._ignore: Callable[[watchfiles.Change, str], bool] | None = None  # watchfiles' editor-file filter, loaded with the watcher
 
     def start(self) -> BuildState:
         state = self.builder.rebuild()
@@ -355,14 +360,14 @@ class DevServer:
         for t in self._threads:
             t.join(timeout=5)
 
-    def relevant(self, change: object, path: str) -> bool:
+    def relevant(self, change: watchfiles.Change, path: str) -> bool:
         """Entry and registry files, category folders, and anything under templates (editor swap
         and temporary files, caches and hidden files left out)."""
         if self._ignore is None:
             import watchfiles
 
             self._ignore = watchfiles.DefaultFilter()
-        if not self._ignore(change, path):  # type: ignore[arg-type]
+        if not self._ignore(change, path):
             return False
         p = Path(path)
         if p.name.startswith("."):
@@ -388,7 +393,7 @@ class DevServer:
                     return
                 if not changes:
                     continue
-                names = sorted({_relative(Path(p)) for _, p in changes})
+                names = sorted({relative(Path(p)) for _, p in changes})
                 reason = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
                 self._report(self.builder.rebuild(), f"change in {reason}")
         except Exception as e:  # e.g. the system's inotify watch limit
@@ -408,44 +413,9 @@ class DevServer:
         self.log(f"{reason}: BUILD FAILED with {errors} error{'s' * (errors != 1)}; {kept} (the browser shows them too)")
 
 
-def _relative(path: Path) -> str:
+def relative(path: Path) -> str:
+    """A path as the user reads it: relative to the cwd when under it."""
     try:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         return str(path)
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    from .config import load_config, require_templates
-
-    if not 0 <= args.port <= 65535:
-        raise UsageError(f"--port {args.port} is not a port number (0-65535)")
-    config = load_config(Path(args.project))
-
-    def log(message: str) -> None:
-        print(message, flush=True)
-
-    templates = Path(args.templates) if args.templates else TEMPLATES
-    require_templates(templates)
-    from .build import DEFAULT_CACHE
-
-    # its own build cache: one shared with `build` would describe the other output folder
-    cache = Path(args.project) / DEFAULT_CACHE.parent / "serve" / "build"
-    out = Path(args.out)
-    if out.resolve() in {Path("site").resolve(), (Path(args.project) / "site").resolve()}:  # what `build` writes by default
-        raise UsageError(f"--out {args.out}: serve's pages carry localhost URLs, and {args.out}/ is what 'failpedia build' makes for deploying; "
-                         "serve into another folder (the default is .cache/serve/site)")
-    server = DevServer(Path(args.entries), out, config, args.host, args.port, log, templates, cache)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        server.start()
-        log(f"serving {args.out}/ at {server.url} — watching {args.entries}/ and {_relative(server.templates)}/ (Ctrl-C to stop)")
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-    log("stopped")
-    return 0

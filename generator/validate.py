@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, TypeVar, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from .entrytext import text_fields
-from .load import LoadError, Loaded, PackedPositions, load_yaml, shown
+from .load import LoadError, Loaded, PackedPositions, PathKey, load_yaml, shown
 from .patterns import MAX_LINE, check_pattern, compile_pattern, plain_number, required_literals
 from .problems import Problem
 from .schema import SLUG_RE, STRENGTH_SCORE, Category, Entry, Fingerprint, Language, SynonymGroup, Tag, Verification
@@ -130,7 +130,7 @@ class Parsed:
     model, or (in the build cache and from parse workers) its pickle, loaded when first used:
     of the model alone, or of a catalog.Stored (the model and its page's HTML fragments)."""
 
-    entry: Entry | bytes | Callable[[], bytes] | None  # the model, its pickle, or where to read it
+    entry: Entry | bytes | Callable[[], bytes]  # the model, its pickle, or where to read it
     loaded: Loaded | PackedPositions  # PackedPositions once slim: only `where` is asked of it
     head: Head
 
@@ -291,7 +291,7 @@ def _check_fingerprints(entry: Entry, loaded: Loaded, path: str) -> list[Problem
     return out
 
 
-def _check_numeric(fp: Any, groups: int) -> str | None:
+def _check_numeric(fp: Fingerprint, groups: int) -> str | None:
     if fp.rising and fp.share_above is not None:
         return "use either rising or share_above, not both"
     if (fp.rising or fp.share_above is not None) and fp.near:
@@ -304,7 +304,7 @@ def _check_numeric(fp: Any, groups: int) -> str | None:
 
 
 def _check_code(entry: Entry, loaded: Loaded, path: str) -> list[Problem]:
-    snippets = [(("fix", "code", i, "code"), c.language, c.code) for i, c in enumerate(entry.fix.code)]
+    snippets: list[tuple[PathKey, Language, str]] = [(("fix", "code", i, "code"), c.language, c.code) for i, c in enumerate(entry.fix.code)]
     snippets.append((("fix", "verify", "code"), entry.fix.verify.language, entry.fix.verify.code))
     out = []
     if entry.reproduce is not None:

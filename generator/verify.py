@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]
+import yaml
 
 from .diagnose import Matcher, fingerprint_item, matcher_spec
 from .load import load_yaml, LoadError

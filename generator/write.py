@@ -158,7 +158,7 @@ class SiteWriter:
             if os.path.isdir(live) and not os.path.islink(live):
                 shutil.rmtree(live)  # a folder where a file now goes
             os.replace(os.path.join(self.tmp, rel), live)
-        self._sweep(self.out, "")
+        self._sweep(str(self.out), "")
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def _sweep(self, folder: str, rel: str) -> bool:

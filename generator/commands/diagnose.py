@@ -1,0 +1,238 @@
+"""`failpedia diagnose LOG...`: the logs read in chunks (a .gz too, or standard input), matched
+with diagnose's Matcher and printed, the answer first; `--follow` watches a growing log."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
+
+from ..config import load_config
+from ..diagnose import CHUNK, EVIDENCE_CHARS, Match, Matcher, matcher_spec, rank_hits
+from ..load import shown
+from ..locate import Encyclopedia, locate
+from ..problems import BuildFailed, SetupError, UsageError
+from ..progress import Progress
+from ..ranks import RankScanner, RankVerdict, initiating_rank
+
+__all__ = ["cmd_diagnose", "load_spec"]
+
+
+class _InputError(Exception):
+    pass
+
+
+_Stream = BinaryIO | gzip.GzipFile  # a log, or a .gz log read through gzip
+
+
+def _open(path: str) -> _Stream:
+    if path == "-":
+        stream: BinaryIO = sys.stdin.buffer
+    else:
+        try:
+            stream = open(path, "rb")  # noqa: SIM115
+        except OSError as e:
+            raise _InputError(f"{path}: cannot read: {e.strerror}") from None
+    head = stream.peek(2)[:2] if hasattr(stream, "peek") else b""
+    if head != b"\x1f\x8b":
+        return stream
+    if path == "-":
+        return gzip.GzipFile(fileobj=stream, mode="rb")
+    stream.close()
+    return gzip.GzipFile(path, "rb")
+
+
+def _chunks(path: str, stream: _Stream) -> Iterator[bytes]:
+    first = True
+    while True:
+        try:
+            data = stream.read(CHUNK)
+        except (OSError, EOFError, gzip.BadGzipFile) as e:
+            raise _InputError(f"{path}: cannot read: {e}") from None
+        if not data:
+            return
+        if first and b"\x00" in data[:8192]:
+            raise _InputError(f"{path}: looks like a binary file, not a text log")
+        first = False
+        yield data
+
+
+def load_spec(enc: Encyclopedia) -> dict[str, Any]:
+    """The matcher definition: the one compiled into the package, or made from the entries."""
+    from ..build import load_catalog  # the pipeline only when there is no compiled definition
+    from ..pages import fingerprint_data
+
+    if enc.spec is not None:
+        shipped: dict[str, Any] = json.loads(enc.spec.read_bytes())
+        return shipped
+    try:
+        return matcher_spec(fingerprint_data(load_catalog(enc.entries)))
+    except BuildFailed as e:
+        raise SetupError(f"cannot diagnose: the entries in {enc.entries} have {e}; run 'failpedia check' to see them") from None
+
+
+CERTAINTY = {
+    "definitive": "definitive: a line names this failure outright",
+    "strong": "strong: the log shows this failure's usual error text, which a related failure may share",
+}
+
+
+def _where(path: Path) -> str:
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _evidence_lines(m: Match, indent: str, out: TextIO) -> None:
+    for e in m.evidence:
+        rank = f" [rank {e.rank}]" if e.rank is not None else ""
+        # log text is untrusted: escape sequences and bidi controls are shown, never obeyed
+        print(f"{indent}{shown(e.file, 1000)}:{e.line}{rank}  {shown(e.text, EVIDENCE_CHARS)}", file=out)
+
+
+def _print_text(matches: list[Match], top: int, out: TextIO, spec: dict[str, Any] | None = None,
+                page: Callable[[str], Path | None] | None = None, verdict: RankVerdict | None = None) -> None:
+    """The answer first (with its quick answer, fix and first steps), the failures it caused under
+    it as consequences, then the other possible causes. `page(url)`: a built page's path, or None."""
+    if not matches:
+        print("No known failure matched this log.", file=out)
+        if verdict is not None:  # the log still says which rank the others waited for
+            host = f" on {verdict.host}" if verdict.host else ""
+            print(f"Started on rank {verdict.rank}{host}: {verdict.reason}.", file=out)
+            if verdict.disagrees:
+                print(f"Note: {verdict.disagrees}.", file=out)
+        return
+    entries = (spec or {}).get("entries", {})
+    shown_matches = matches[:top]
+    answer = shown_matches[0]
+    info = entries.get(answer.slug, {})
+    print(f"1. {answer.title}  [{'the answer' if answer.role == 'initiating' else answer.role}, {answer.certainty} match]", file=out)
+    if verdict is not None:
+        host = f" on {verdict.host}" if verdict.host else ""
+        print(f"   Started on rank {verdict.rank}{host}: {verdict.reason}.", file=out)
+        if verdict.disagrees:
+            print(f"   Note: {verdict.disagrees}.", file=out)
+    if info.get("summary"):
+        print(f"   Quick answer: {info['summary']}", file=out)
+    if info.get("fix"):
+        print(f"   Fix: {info['fix']}", file=out)
+    for n, step in enumerate(info.get("steps", []), 1):
+        print(f"     {n}. {step}" if n > 1 else f"   First steps:\n     1. {step}", file=out)
+    local = page(info["url"]) if page is not None and info.get("url") else None
+    print(f"   Read: {_where(local)}  (online: {answer.url})" if local else f"   Read: {answer.url}", file=out)
+    print("   Evidence:", file=out)
+    _evidence_lines(answer, "     ", out)
+    for m in shown_matches[1:]:
+        if m.tied_with == answer.slug and m.evidence and answer.evidence:
+            print(f"   Why not {m.title}? It matches the same line {answer.evidence[0].line} as strongly; this answer's fingerprint "
+                  f"matched more of it: \"{shown(answer.evidence[0].matched, 200)}\" against \"{shown(m.evidence[0].matched, 200)}\".", file=out)
+    consequences = [m for m in shown_matches[1:] if m.role == "collateral"]
+    if consequences:
+        print("   Consequences (caused by it; not separate problems):", file=out)
+        for m in consequences:
+            ranks = sorted({e.rank for e in m.evidence if e.rank is not None})
+            where = f" on rank{'s' * (len(ranks) != 1)} {', '.join(map(str, ranks))}" if ranks else ""
+            print(f"   - {m.title}{where}  ({m.url})", file=out)
+            _evidence_lines(m, "       ", out)
+    others = [m for m in shown_matches[1:] if m.role != "collateral"]
+    if others:
+        print("Other possible causes:", file=out)
+        for n, m in enumerate(others, 2):
+            print(f"{n}. {m.title}  [also possible, {m.certainty} match]", file=out)
+            print(f"   {m.url}", file=out)
+            _evidence_lines(m, "   ", out)
+    used = sorted({m.certainty for m in shown_matches})
+    print("(" + "; ".join(CERTAINTY[c] for c in used) + ")", file=out)
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    if args.follow and (len(args.logs) != 1 or args.logs[0] == "-"):
+        raise UsageError("--follow takes exactly one log file (not -)")
+    if args.logs.count("-") > 1:
+        raise UsageError("standard input (-) can be given only once")
+    enc = locate(args.entries)
+    base_url = load_config(enc.project).base_url
+    spec = load_spec(enc)
+    if args.follow:
+        return _follow(spec, args.logs[0], base_url, args, enc)
+    progress = Progress()
+    matchers = []
+    scanners = []
+    try:
+        for path in args.logs:
+            m, scan = Matcher(spec, path), RankScanner()
+            stream = _open(path)
+            raw = getattr(stream, "fileobj", None) or stream  # a .gz: its compressed file says how far we are
+            size = Path(path).stat().st_size if path != "-" and Path(path).is_file() else 0
+            try:
+                for data in _chunks(path, stream):
+                    m.feed(data)
+                    scan.feed(data)
+                    if size:
+                        progress(f"{path}: {raw.tell() * 100 // size}% of {size / 2**20:.0f} MiB")
+            finally:
+                if path != "-":
+                    stream.close()
+            m.close()
+            scan.close()
+            matchers.append(m)
+            scanners.append(scan)
+    except _InputError as e:
+        progress.done()
+        raise UsageError(str(e)) from None
+    progress.done()
+    matches = rank_hits(spec, matchers, base_url)
+    # One log's rank state is read on its own: ranks and SeqNums of different files are not one story.
+    verdict = initiating_rank(matches, scanners[0]) if len(scanners) == 1 else initiating_rank(matches)
+    if args.json:
+        print(json.dumps({"matches": [m.as_json() for m in matches[: args.top]],
+                          "initiating_rank": verdict.as_json() if verdict else None}, indent=2))
+    else:
+        _print_text(matches, args.top, sys.stdout, spec, enc.page, verdict)
+    return 0 if matches else 1
+
+
+def _follow(spec: dict[str, Any], path: str, base_url: str, args: argparse.Namespace, enc: Encyclopedia) -> int:
+    try:
+        f = open(path, "rb")  # noqa: SIM115
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror}") from None
+    m = Matcher(spec, path)
+    shown: list[tuple[str, str]] = []
+    print(f"watching {path} (Ctrl-C to stop)", flush=True)
+    try:
+        while True:
+            data = f.read(CHUNK)
+            if data:
+                if b"\x00" in data[:8192] and m.line_base == 0:
+                    raise UsageError(f"{path}: looks like a binary file, not a text log")
+                m.feed(data)
+                continue
+            # No new data: match the unterminated last line too, without consuming it.
+            probe = m.snapshot()
+            if m.carry:
+                probe._process(m.carry + b"\n")
+            matches = rank_hits(spec, [probe], base_url)
+            now = [(x.slug, x.role) for x in matches]
+            if matches and now != shown:
+                shown = now
+                print(time.strftime("%H:%M:%S") + " diagnosis:", flush=True)
+                if args.json:
+                    print(json.dumps({"matches": [x.as_json() for x in matches[: args.top]]}), flush=True)
+                else:
+                    _print_text(matches, args.top, sys.stdout, spec, enc.page)
+                sys.stdout.flush()
+            if Path(path).stat().st_size < f.tell():  # truncated or rotated: start over
+                f.seek(0)
+                m = Matcher(spec, path)
+            time.sleep(0.3)
+    except KeyboardInterrupt:
+        return 0 if shown else 1
+    finally:
+        f.close()
