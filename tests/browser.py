@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Fixtures are registered once, in conftest.py (a session fixture imported into two modules would
 # start two Playwright instances); `from browser import *` brings only the helpers.
-__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "REPO", "serve_dir", "wait_until"]
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "REPO", "engine_page", "serve_dir", "wait_until"]
 
 
 def wait_until(page: object, expression: str, timeout: float = 60) -> None:
@@ -37,6 +37,20 @@ def wait_until(page: object, expression: str, timeout: float = 60) -> None:
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002
         pass
+
+
+def engine_page(browser: object, site_url: str, real_site: Path, script: str) -> tuple[object, object, dict]:
+    """A browser context, a page of the built site with one engine script loaded and the site's
+    matcher definition in `window.__spec`, and that definition: the parity tests call both engines."""
+    import json
+
+    spec = json.loads((real_site / "api/fingerprints.json").read_text())
+    ctx = browser.new_context()  # type: ignore[attr-defined]
+    page = ctx.new_page()
+    page.goto(site_url + "diagnose/")
+    page.add_script_tag(url=site_url + "static/" + script)
+    page.evaluate("spec => { window.__spec = spec; }", spec)
+    return ctx, page, spec
 
 
 def serve_dir(root: Path) -> tuple[http.server.ThreadingHTTPServer, str]:

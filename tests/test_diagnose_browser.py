@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import json
 import time
 from pathlib import Path
 
@@ -89,12 +88,7 @@ def test_dropped_gzip_file_and_a_large_log_keep_the_page_responsive(diagnose_pag
 
 def test_browser_engine_ranks_every_test_log_like_python(browser, site_url: str, real_site: Path) -> None:
     """Parity: one matcher definition, two engines, the same ranking and evidence."""
-    spec = json.loads((real_site / "api/fingerprints.json").read_text())
-    ctx = browser.new_context()
-    page = ctx.new_page()
-    page.goto(site_url + "diagnose/")
-    page.add_script_tag(url=site_url + "static/diagnose-engine.js")
-    page.evaluate("spec => { window.__spec = spec; }", spec)
+    ctx, page, spec = engine_page(browser, site_url, real_site, "diagnose-engine.js")
     compared = 0
     for log in labelled_logs():
         data = log.path.read_bytes()
