@@ -39,8 +39,8 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def engine_page(browser: object, site_url: str, real_site: Path, script: str) -> tuple[object, object, dict]:
-    """A browser context, a page of the built site with one engine script loaded and the site's
+def engine_page(browser: object, site_url: str, real_site: Path, *scripts: str) -> tuple[object, object, dict]:
+    """A browser context, a page of the built site with engine scripts loaded and the site's
     matcher definition in `window.__spec`, and that definition: the parity tests call both engines."""
     import json
 
@@ -48,7 +48,8 @@ def engine_page(browser: object, site_url: str, real_site: Path, script: str) ->
     ctx = browser.new_context()  # type: ignore[attr-defined]
     page = ctx.new_page()
     page.goto(site_url + "diagnose/")
-    page.add_script_tag(url=site_url + "static/" + script)
+    for script in scripts:  # in the order the worker imports them
+        page.add_script_tag(url=site_url + "static/" + script)
     page.evaluate("spec => { window.__spec = spec; }", spec)
     return ctx, page, spec
 

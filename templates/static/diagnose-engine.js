@@ -1,8 +1,19 @@
 // The browser engine of `failpedia diagnose`. It follows, step by step, the rules written at the
 // top of generator/diagnose.py, on the same matcher definition (/api/fingerprints.json);
 // tests/test_diagnose_browser.py checks that both engines rank every test log the same way.
-/* exported diagnoseText */
+/* exported diagnoseText, rankPrefix */
 "use strict";
+
+// The rank a line's prefix names ([rank3]:, [default3]:, "3: ", [1,3]<stdout>:), or null;
+// diagnose-ranks.js reads prefixes with it too.
+function rankPrefix(rankRes, line) {
+  var head = line.slice(0, 120);
+  for (var k = 0; k < rankRes.length; k++) {
+    var m = rankRes[k].exec(head);
+    if (m) return parseInt(m[1], 10);
+  }
+  return null;
+}
 
 function diagnoseText(spec, text, file) {
   var rules = spec.rules;
@@ -51,14 +62,7 @@ function diagnoseText(spec, text, file) {
     }
   });
 
-  function rankOf(line) {
-    var head = line.slice(0, 120);
-    for (var k = 0; k < rankRes.length; k++) {
-      var m = rankRes[k].exec(head);
-      if (m) return parseInt(m[1], 10);
-    }
-    return null;
-  }
+  function rankOf(line) { return rankPrefix(rankRes, line); }
   // Rule 6: elided in the middle, never where the fingerprint matched.
   function elide(t, start, end) {
     var limit = rules.evidence_chars, context = rules.evidence_context;

@@ -2,6 +2,7 @@
 // it ships in the matcher definition (spec.rules.ranks); tests/test_ranks_browser.py checks that
 // both give the same verdict on the same logs.
 /* exported initiatingRank */
+/* global rankPrefix */
 "use strict";
 
 function initiatingRank(spec, text, matches) {
@@ -12,14 +13,7 @@ function initiatingRank(spec, text, matches) {
   ["rank_in_text", "watchdog", "enqueued", "first_dump", "nccl_host", "root_rank", "root_host", "barrier_failed", "horovod_missing",
     "horovod_stalled", "horovod_stalled_rank", "barrier_blames", "world_size", "line_host"].forEach(function (k) { rx[k] = new RegExp(R[k]); });
 
-  function rankOf(line) {
-    var head = line.slice(0, 120);
-    for (var i = 0; i < rankRes.length; i++) {
-      var m = rankRes[i].exec(head);
-      if (m) return parseInt(m[1], 10);
-    }
-    return null;
-  }
+  function rankOf(line) { return rankPrefix(rankRes, line); }  // diagnose-engine.js, loaded first
 
   // --- the scanner -----------------------------------------------------------------------
   var ranks = new Map(), hosts = new Map(), world = null, rootCause = null, inRoot = 0, rootHost = null;
