@@ -556,7 +556,3 @@ def run() -> None:
         except (BrokenPipeError, ValueError):  # the reader left, or the stream is closed
             pass
     os._exit(code)
-
-
-if __name__ == "__main__":  # `python -m generator.cli` from a checkout
-    run()
