@@ -90,7 +90,7 @@ def test_the_cli_shows_the_rank_even_when_no_entry_matches() -> None:
     import sys
 
     log = RANKLOG_DIR / "roboorchard_monitored_barrier_root_cause_names_rank1.log"
-    out = subprocess.run([sys.executable, "-m", "generator.cli", "diagnose", str(log)], cwd=REPO, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "generator", "diagnose", str(log)], cwd=REPO, capture_output=True, text=True)
     assert out.returncode == 1 and out.stdout.startswith("No known failure matched this log.")
     assert "Started on rank 0: rank 1 reached the barrier and waits for rank 0" in out.stdout
     assert "Note: torchrun's Root Cause (line 31) names rank 1" in out.stdout
