@@ -40,10 +40,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ahocorasick_rs import BytesAhoCorasick
+from ahocorasick_rs import BytesAhoCorasick, Implementation
 
 from .rankrules import RANK_RULES
-from .patterns import MAX_LINE, compile_pattern, plain_number, required_literals
+from .patterns import MAX_LINE, compile_line_filter, compile_pattern, plain_number, required_literals
 
 __all__ = ["Match", "Matcher", "diagnose_bytes", "fingerprint_item", "matcher_spec", "rank_hits", "rank_of"]
 
@@ -55,6 +55,7 @@ PENDING_LIMIT = 20
 EVIDENCE_CHARS = 300
 EVIDENCE_CONTEXT = 40
 CHUNK = 4 * 1024 * 1024
+PIECE = 1024 * 1024  # the matcher works on this much at a time
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
 RANK_PATTERNS = [r"\[rank(\d{1,6})\]:", r"\[default(\d{1,6})\]:", r"^(\d{1,6}): ", r"^\[\d+,(\d{1,6})\]<std(?:out|err)>:"]
 
@@ -186,6 +187,44 @@ def _segments(line: str) -> list[str]:
     return [s[:MAX_LINE] for s in line.split("\r")] if "\r" in line else [line[:MAX_LINE]]
 
 
+def _literal_scanner(literals: dict[bytes, set[int]]) -> tuple[BytesAhoCorasick | None, list[frozenset[int]]]:
+    """An Aho-Corasick automaton over the literals, and the fingerprints of each (by its index)."""
+    if not literals:
+        return None, []
+    order = sorted(literals)
+    return BytesAhoCorasick(order, implementation=Implementation.DFA), [frozenset(literals[lit]) for lit in order]
+
+
+def _tail_start(chunk: bytes, lines: int) -> int:
+    """Where the last `lines` lines of `chunk` (which ends with a newline) begin."""
+    pos = len(chunk) - 1
+    for _ in range(lines):
+        pos = chunk.rfind(b"\n", 0, pos)
+        if pos < 0:
+            return 0
+    return pos + 1 if lines else len(chunk)
+
+
+class _LineEvidence:
+    """A hit's evidence (rule 6), made when it is first kept: most hits of a fingerprint that
+    fires on many lines never are."""
+
+    __slots__ = ("file", "line", "text", "found", "_made")
+
+    def __init__(self, file: str, line: int, text: str, found: re.Match[str]) -> None:
+        self.file, self.line, self.text, self.found = file, line, text, found
+        self._made: Evidence | None = None
+
+    def __call__(self) -> Evidence:
+        if self._made is None:
+            segment = self.found.string
+            lead = len(segment) - len(segment.lstrip())
+            text = segment.strip()
+            start, end = max(0, self.found.start() - lead), min(len(text), self.found.end() - lead)
+            self._made = Evidence(self.file, self.line, rank_of(self.text), elide(text, start, end), text[start:end])
+        return self._made
+
+
 def rank_of(line: str) -> int | None:
     head = line[:120]
     for rx in _RANK_RES:
@@ -202,34 +241,40 @@ class Matcher:
         self.spec = spec
         self.file = file
         self.fps = spec["fingerprints"]
-        self.patterns = [compile_pattern(fp["pattern"]) for fp in self.fps]
-        self.nears = [compile_pattern(fp["near"]) if fp.get("near") else None for fp in self.fps]
         self.state = [_FpState() for _ in self.fps]
-        # literal → fingerprint indexes, for patterns (kind 0) and near patterns (kind 1)
-        self.literals: dict[bytes, list[tuple[int, int]]] = {}
+        # Regexes are compiled when a line first needs them: most fingerprints never see a candidate.
+        self._patterns: list[re.Pattern[str] | None] = [None] * len(self.fps)
+        self._nears: list[re.Pattern[str] | None] = [None] * len(self.fps)
+        self._filters: list[re.Pattern[bytes] | None | bool] = [False] * len(self.fps)  # False: not compiled yet
+        # literal → the fingerprints it is a candidate for: their patterns, and their `near` patterns
+        pattern_literals: dict[bytes, set[int]] = {}
+        near_literals: dict[bytes, set[int]] = {}
         for i, fp in enumerate(self.fps):
             for lit in fp["literals"]:
-                self.literals.setdefault(lit.encode(), []).append((0, i))
+                pattern_literals.setdefault(lit.encode(), set()).add(i)
             for lit in fp["near_literals"]:
-                self.literals.setdefault(lit.encode(), []).append((1, i))
-        # One Aho-Corasick pass finds every literal at once (Rust; ~400 MB/s with 150 literals).
-        self._literal_list = list(self.literals)
-        self._targets = [frozenset(self.literals[lit]) for lit in self._literal_list]
-        self._scanner = BytesAhoCorasick(self._literal_list) if self._literal_list else None
+                near_literals.setdefault(lit.encode(), set()).add(i)
+        # One Aho-Corasick pass (Rust) finds every literal of a piece at once.
+        self._scanner, self._targets = _literal_scanner(pattern_literals)
+        self._near_scanner, self._near_targets = _literal_scanner(near_literals)
+        self._window = max((fp["window"] for fp in self.fps if fp.get("near")), default=0)
         self.carry = b""
         self.line_base = 0  # lines before the current chunk
 
     def feed(self, data: bytes) -> None:
-        buf = self.carry + data
-        cut = buf.rfind(b"\n")
+        cut = data.rfind(b"\n")
         if cut < 0:
-            self.carry = buf
+            self.carry += data
             if len(self.carry) > CHUNK:  # one enormous line: match what we have, keep going
                 self._process(self.carry)
                 self.carry = b""
             return
-        self.carry = buf[cut + 1 :]
-        self._process(buf[: cut + 1])
+        start = 0
+        if self.carry:  # the line left unfinished, now whole (not copied in front of all of `data`)
+            start = data.find(b"\n") + 1
+            self._process(self.carry + data[:start])
+        self._process(data, start, cut + 1)
+        self.carry = data[cut + 1 :]
 
     def skip(self, newlines: int, rest: bytes) -> None:
         """Count lines without matching them (the caller could not keep up with the log): the
@@ -258,51 +303,171 @@ class Matcher:
             self._process(self.carry + b"\n")
             self.carry = b""
 
-    def _process(self, chunk: bytes) -> None:
+    def _process(self, data: bytes, at: int = 0, end: int | None = None) -> None:
+        """Match the whole lines of `data[at:end]` (the last may lack its newline only for one
+        enormous line), a piece of at most about `PIECE` bytes at a time, cut at line ends: the
+        literal matches of a piece are held in memory, so a huge buffer (the LSP's document)
+        stays cheap."""
+        end = len(data) if end is None else end
+        while end - at > PIECE:
+            cut = data.rfind(b"\n", at, at + PIECE)
+            if cut < 0:
+                cut = data.find(b"\n", at + PIECE, end)
+                if cut < 0:
+                    break
+            self._piece(data[at : cut + 1])
+            at = cut + 1
+        if at < end:
+            self._piece(data if at == 0 and end == len(data) else data[at:end])
+
+    def _piece(self, chunk: bytes) -> None:
         if b"\x1b" in chunk:
             chunk = _ANSI_BYTES.sub(b"", chunk)
-        hits: dict[int, set[tuple[int, int]]] = {}  # line start → {(kind, fp)}
-        found = self._scanner.find_matches_as_indexes(chunk, overlapping=True) if self._scanner else []
-        line_start, line_end = -1, -1
-        for lit_index, pos, _end in found:
-            if not line_start <= pos < line_end:  # a new line (matches of one line come together)
-                line_start = chunk.rfind(b"\n", 0, pos) + 1
-                line_end = chunk.find(b"\n", pos)
-                line_end = len(chunk) if line_end < 0 else line_end
-                current = hits.setdefault(line_start, set())
-            current.update(self._targets[lit_index])
+        candidates = self._pattern_lines(chunk)
+        near = self._near_lines(chunk, candidates) if self._near_scanner else []
+        # Lines in order; on one line the `near` candidates come first (rule 3).
+        events = sorted([(start, 0, end, fps) for start, end, fps in near] + [(start, 1, end, fps) for start, end, fps in candidates])
         line_no = self.line_base
         prev = 0
-        for start in sorted(hits):
+        for start, kind, end, fps in events:
             line_no += chunk.count(b"\n", prev, start)
             prev = start
-            end = chunk.find(b"\n", start)
-            raw = chunk[start : end if end >= 0 else len(chunk)]
-            targets = hits[start]
-            for kind, i in sorted(targets):
-                if kind == 1:
+            raw = chunk[start:end]
+            if kind == 0:
+                for i in sorted(fps):
                     self._near_candidate(i, line_no + 1, raw)
-            if any(kind == 0 for kind, _ in targets):
-                self._match_line(line_no + 1, raw.decode("utf-8", "replace"), targets)
-        self.line_base += chunk.count(b"\n")
+            else:
+                self._match_line(line_no + 1, raw.decode("utf-8", "replace"), fps)
+        self.line_base = line_no + chunk.count(b"\n", prev)
 
-    def _match_line(self, number: int, line: str, targets: set[tuple[int, int]]) -> None:
+    def _pattern_lines(self, chunk: bytes) -> list[tuple[int, int, set[int]]]:
+        """Rule 2: the lines of `chunk` that hold a pattern's literal, each with the fingerprints
+        to test on it, less those that a fingerprint's line filter rules out (`_filtered`)."""
+        if self._scanner is None:
+            return []
+        ends: dict[int, int] = {}  # line start -> line end
+        by_literal: dict[int, list[int]] = {}  # literal -> the starts of the lines that hold it
+        start = end = -1
+        for lit, pos, _ in self._scanner.find_matches_as_indexes(chunk, overlapping=True):
+            if not start <= pos < end:  # a new line (the matches of one line come together)
+                start = chunk.rfind(b"\n", 0, pos) + 1
+                end = chunk.find(b"\n", pos)
+                end = ends[start] = len(chunk) if end < 0 else end
+            starts = by_literal.get(lit)
+            if starts is None:
+                by_literal[lit] = [start]
+            elif starts[-1] != start:
+                starts.append(start)
+        by_fp: dict[int, list[list[int]]] = {}
+        for lit, starts in by_literal.items():
+            for i in self._targets[lit]:
+                by_fp.setdefault(i, []).append(starts)
+        ascii_chunk = chunk.isascii()
+        lines: dict[int, set[int]] = {}
+        for i, groups in by_fp.items():
+            starts = groups[0] if len(groups) == 1 else sorted(set().union(*groups))
+            for s in self._filtered(i, chunk, starts, ends, ascii_chunk):
+                fps = lines.get(s)
+                if fps is None:
+                    lines[s] = {i}
+                else:
+                    fps.add(i)
+        return [(s, ends[s], lines[s]) for s in sorted(lines)]
+
+    def _filtered(self, i: int, chunk: bytes, starts: list[int], ends: dict[int, int], ascii_chunk: bool) -> list[int]:
+        """The lines (by start, in no order) on which fingerprint `i`'s pattern may match. Its line filter
+        (`compile_line_filter`) answers for ASCII lines of at most MAX_LINE bytes, all of them
+        at once: one search over those lines joined by newlines finds the first line it may
+        match, or shows that it matches none (a match within one line is one in the joined text)."""
+        rx = self._filter(i)
+        if rx is None:
+            return starts
+        keep: list[int] = []
+        tested: list[int] = []
+        raws: list[bytes] = []
+        for s in starts:
+            raw = chunk[s : ends[s]]
+            if len(raw) <= MAX_LINE and (ascii_chunk or raw.isascii()):
+                tested.append(s)
+                raws.append(raw)
+            else:
+                keep.append(s)
+        joined = b"\n".join(raws)
+        at = index = 0
+        while (m := rx.search(joined, at)) is not None:
+            index += joined.count(b"\n", at, m.start())
+            keep.append(tested[index])  # the line where the match starts: the exact test decides
+            at = joined.find(b"\n", m.start()) + 1
+            if not at:
+                break
+            index += 1
+        return keep
+
+    def _near_lines(self, chunk: bytes, candidates: list[tuple[int, int, set[int]]]) -> list[tuple[int, int, set[int]]]:
+        """The lines of `chunk` that hold a `near` literal and can matter (rule 3): for a
+        fingerprint with a pending hit or a candidate line in this piece, all of them; for the
+        others, those of the last `window` lines only, where a later hit may look back."""
+        # A pending hit older than its window can no longer be confirmed.
+        active = {i for i, st in enumerate(self.state) if st.pending and st.pending[-1].line + self.fps[i]["window"] > self.line_base}
+        for _, _, line_fps in candidates:
+            active.update(i for i in line_fps if self.fps[i].get("near"))
+        tail = _tail_start(chunk, self._window)
+        assert self._near_scanner is not None
+        scan = chunk if active else chunk[tail:]
+        base = 0 if active else tail
+        out: list[tuple[int, int, set[int]]] = []
+        start = end = -1
+        fps: set[int] = set()
+        targets = self._near_targets
+        for lit, pos, _ in self._near_scanner.find_matches_as_indexes(scan, overlapping=True):
+            pos += base
+            if start <= pos < end:
+                fps |= targets[lit]
+                continue
+            if fps:
+                out.append((start, end, fps))
+            start = chunk.rfind(b"\n", 0, pos) + 1
+            end = chunk.find(b"\n", pos)
+            end = len(chunk) if end < 0 else end
+            fps = set(targets[lit])
+            if start < tail:
+                fps &= active
+        if fps:
+            out.append((start, end, fps))
+        return [line for line in out if line[2]]
+
+    def _pattern(self, i: int) -> re.Pattern[str]:
+        rx = self._patterns[i]
+        if rx is None:
+            rx = self._patterns[i] = compile_pattern(self.fps[i]["pattern"])
+        return rx
+
+    def _near_pattern(self, i: int) -> re.Pattern[str] | None:
+        rx = self._nears[i]
+        if rx is None and self.fps[i].get("near"):
+            rx = self._nears[i] = compile_pattern(self.fps[i]["near"])
+        return rx
+
+    def _filter(self, i: int) -> re.Pattern[bytes] | None:
+        rx = self._filters[i]
+        if rx is False:
+            rx = self._filters[i] = compile_line_filter(self.fps[i]["pattern"])
+        assert rx is not True
+        return rx
+
+    def _match_line(self, number: int, line: str, fps: set[int]) -> None:
         segments = _segments(line)
-        for i in sorted(i for kind, i in targets if kind == 0):
-            found = next((m for m in map(self.patterns[i].search, segments) if m), None)
+        for i in sorted(fps):
+            found = next((m for m in map(self._pattern(i).search, segments) if m), None)
             if found is None:
                 continue
-            segment = found.string
-            lead = len(segment) - len(segment.lstrip())
-            text = segment.strip()
-            start, end = max(0, found.start() - lead), min(len(text), found.end() - lead)
-            ev = Evidence(self.file, number, rank_of(line), elide(text, start, end), text[start:end])
+            ev = _LineEvidence(self.file, number, line, found)
             if self.fps[i].get("rising") or self.fps[i].get("share_above"):
                 self._numeric(i, found, ev)
             else:
                 self._hit(i, ev)
 
-    def _numeric(self, i: int, found: re.Match[str], ev: Evidence) -> None:
+    def _numeric(self, i: int, found: re.Match[str], ev: _LineEvidence) -> None:
         """Rule 3b: a numeric fingerprint fires once its numbers behave as declared."""
         fp, st = self.fps[i], self.state[i]
         groups = found.groups()
@@ -337,7 +502,7 @@ class Matcher:
 
     def _near_matches(self, i: int, entry: list[Any]) -> bool:
         if entry[2] is None:
-            rx = self.nears[i]
+            rx = self._near_pattern(i)
             entry[2] = rx is not None and any(rx.search(s) for s in _segments(entry[1].decode("utf-8", "replace")))
             if entry[2]:
                 self.state[i].last_near = max(self.state[i].last_near, entry[0])
@@ -365,7 +530,7 @@ class Matcher:
                 self._confirm(i, ev, near=True)
         st.pending.clear()
 
-    def _hit(self, i: int, ev: Evidence) -> None:
+    def _hit(self, i: int, ev: _LineEvidence) -> None:
         fp = self.fps[i]
         st = self.state[i]
         if not fp.get("near"):
@@ -375,14 +540,16 @@ class Matcher:
         else:
             st.pending = [p for p in st.pending if p.line >= ev.line - fp["window"]]
             if len(st.pending) < PENDING_LIMIT:
-                st.pending.append(ev)
+                st.pending.append(ev())
 
-    def _confirm(self, i: int, ev: Evidence, near: bool) -> None:
+    def _confirm(self, i: int, ev: Evidence | _LineEvidence, near: bool) -> None:
         st = self.state[i]
         st.count += 1
         st.near_confirmed = st.near_confirmed or near
-        if len(st.evidence) < EVIDENCE_PER_FINGERPRINT and ev not in st.evidence:
-            st.evidence.append(ev)
+        if len(st.evidence) < EVIDENCE_PER_FINGERPRINT:
+            made = ev if isinstance(ev, Evidence) else ev()
+            if made not in st.evidence:
+                st.evidence.append(made)
 
 
 def rank_hits(spec: dict[str, Any], matchers: Iterable[Matcher], base_url: str = "") -> list[Match]:

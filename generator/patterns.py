@@ -21,7 +21,7 @@ import warnings
 from dataclasses import dataclass
 from typing import TypeGuard
 
-__all__ = ["MAX_LINE", "check_pattern", "compile_pattern", "plain_number", "required_literals"]
+__all__ = ["MAX_LINE", "check_pattern", "compile_line_filter", "compile_pattern", "plain_number", "required_literals"]
 
 MAX_LINE = 4096  # the matchers look at this many characters of a line at most
 
@@ -250,6 +250,43 @@ def check_pattern(text: str) -> str | None:
 def compile_pattern(text: str) -> re.Pattern[str]:
     """Compile a checked pattern with the semantics JavaScript gives it."""
     return re.compile(text, re.ASCII)
+
+
+def compile_line_filter(text: str) -> re.Pattern[bytes] | None:
+    """A quick test of raw lines for a checked pattern, or None when it has no bytes form.
+
+    On a line that is ASCII and at most `MAX_LINE` bytes long, this matches whenever the pattern
+    matches one of the line's `\\r`-separated segments (the per-segment rule of the matchers):
+    ASCII bytes and characters read alike, and `^`/`$` also hold next to a carriage return or a
+    newline (multiline), so it can test many such lines joined by newlines in one search. It may
+    also match across a carriage return or a newline, so a line it matches still gets the exact
+    test; a line it does not match needs no decoding, splitting or per-segment search."""
+    out: list[str] = []
+    i = 0
+    in_class = False
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            out.append(text[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if text.startswith("^", i + 1):  # negation, not an anchor
+                c = "[^"
+                i += 1
+        elif c == "^":
+            c = "(?:^|(?<=\\r))"
+        elif c == "$":
+            c = "(?=\\r|$)"
+        out.append(c)
+        i += 1
+    try:
+        return re.compile("".join(out).encode("ascii"), re.MULTILINE)
+    except (re.error, UnicodeEncodeError):
+        return None
 
 
 # --- Competing repeats: the polynomial shapes of slow matching -------------------------------

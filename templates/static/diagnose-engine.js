@@ -1,8 +1,59 @@
 // The browser engine of `failpedia diagnose`. It follows, step by step, the rules written at the
 // top of generator/diagnose.py, on the same matcher definition (/api/fingerprints.json);
 // tests/test_diagnose_browser.py checks that both engines rank every test log the same way.
-/* exported diagnoseText, rankPrefix */
+/* exported diagnoseText, rankPrefix, literalScanner */
 "use strict";
+
+// Rule 2's substring search for every literal at once: an Aho-Corasick automaton over the UTF-16
+// code units of the literals, run in one pass over the text (generator/diagnose.py does the same
+// with a Rust one over UTF-8 bytes). scan(text, found) calls found(literal index, start) for every
+// occurrence, overlapping ones too, in the order they end.
+function literalScanner(literals) {
+  var classOf = new Uint16Array(65536), classes = 1, size = 1;
+  literals.forEach(function (lit) {
+    size += lit.length;
+    for (var k = 0; k < lit.length; k++) if (!classOf[lit.charCodeAt(k)]) classOf[lit.charCodeAt(k)] = classes++;
+  });
+  // The trie, then its states renumbered breadth first: the shallow states, where the scan spends
+  // most of its time, then lie together in the table (it is large: states x classes).
+  var trie = new Int32Array(size * classes), ends = new Int32Array(size).fill(-1), count = 1;
+  literals.forEach(function (lit, li) {
+    var s = 0;
+    for (var k = 0; k < lit.length; k++) {
+      var e = s * classes + classOf[lit.charCodeAt(k)];
+      if (!trie[e]) trie[e] = count++;
+      s = trie[e];
+    }
+    ends[s] = li;
+  });
+  var order = new Int32Array(count), id = new Int32Array(count), head = 0, tail = 1;
+  while (head < tail) {
+    var s = order[head++];
+    for (var c = 0; c < classes; c++) if (trie[s * classes + c]) { id[trie[s * classes + c]] = tail; order[tail++] = trie[s * classes + c]; }
+  }
+  var delta = new Int32Array(count * classes), fail = new Int32Array(count), outHead = new Int32Array(count).fill(-1);
+  var outLit = [], outNext = [], lens = literals.map(function (lit) { return lit.length; });
+  // In breadth-first order: failure links, outputs inherited from them, missing edges filled in.
+  for (var q = 0; q < count; q++) {
+    var old = order[q], f = fail[q];
+    if (ends[old] >= 0) { outLit.push(ends[old]); outNext.push(q ? outHead[f] : -1); outHead[q] = outLit.length - 1; }
+    else if (q) outHead[q] = outHead[f];
+    for (c = 0; c < classes; c++) {
+      var t = trie[old * classes + c];
+      if (t) { delta[q * classes + c] = id[t]; fail[id[t]] = q ? delta[f * classes + c] : 0; }
+      else delta[q * classes + c] = q ? delta[f * classes + c] : 0;
+    }
+  }
+  return {
+    scan: function (text, found) {
+      var s = 0;
+      for (var p = 0, n = text.length; p < n; p++) {
+        s = delta[s * classes + classOf[text.charCodeAt(p)]];
+        for (var k = outHead[s]; k >= 0; k = outNext[k]) found(outLit[k], p + 1 - lens[outLit[k]]);
+      }
+    }
+  };
+}
 
 // The rank a line's prefix names ([rank3]:, [default3]:, "3: ", [1,3]<stdout>:), or null;
 // diagnose-ranks.js reads prefixes with it too.
@@ -41,25 +92,34 @@ function diagnoseText(spec, text, file) {
     if (st.good >= fp.times) confirm(i, ev, false);
   }
 
-  // literal -> [[kind, fp index]]
-  var literals = new Map();
+  // literal -> its targets: fingerprint i's pattern is target i, its `near` pattern n + i
+  var n = fps.length, literalList = [], targetsOf = [], literalIndex = new Map();
+  function addLiteral(lit, target) {
+    var k = literalIndex.get(lit);
+    if (k === undefined) { k = literalList.length; literalIndex.set(lit, k); literalList.push(lit); targetsOf.push([]); }
+    if (targetsOf[k].indexOf(target) < 0) targetsOf[k].push(target);
+  }
   fps.forEach(function (fp, i) {
-    fp.literals.forEach(function (lit) { if (!literals.has(lit)) literals.set(lit, []); literals.get(lit).push([0, i]); });
-    fp.near_literals.forEach(function (lit) { if (!literals.has(lit)) literals.set(lit, []); literals.get(lit).push([1, i]); });
+    fp.literals.forEach(function (lit) { addLiteral(lit, i); });
+    fp.near_literals.forEach(function (lit) { addLiteral(lit, n + i); });
   });
 
   // Rule 2: candidate lines from a substring search.
-  var hits = new Map(); // line start -> Set of "kind:index"
-  literals.forEach(function (targets, lit) {
-    var pos = text.indexOf(lit);
-    while (pos >= 0) {
+  var starts = [], ends = [], targets = [], lineOf = new Map(), ordered = true, current = -1;
+  if (literalList.length) literalScanner(literalList).scan(text, function (k, pos) {
+    if (current < 0 || pos < starts[current] || pos >= ends[current]) {
       var start = pos === 0 ? 0 : text.lastIndexOf("\n", pos - 1) + 1;
-      if (!hits.has(start)) hits.set(start, new Set());
-      var set = hits.get(start);
-      targets.forEach(function (t) { set.add(t[0] + ":" + t[1]); });
-      var end = text.indexOf("\n", pos);
-      pos = end >= 0 ? text.indexOf(lit, end + 1) : -1;
+      current = lineOf.get(start);
+      if (current === undefined) {
+        var end = text.indexOf("\n", pos);
+        if (starts.length && start < starts[starts.length - 1]) ordered = false;  // a literal that holds a newline
+        current = starts.length;
+        lineOf.set(start, current);
+        starts.push(start); ends.push(end >= 0 ? end : text.length); targets.push([]);
+      }
     }
+    var into = targets[current], add = targetsOf[k];
+    for (var j = 0; j < add.length; j++) if (into.indexOf(add[j]) < 0) into.push(add[j]);
   });
 
   function rankOf(line) { return rankPrefix(rankRes, line); }
@@ -77,12 +137,29 @@ function diagnoseText(spec, text, file) {
     }
     return t.slice(0, room - 1) + "\u2026" + t.slice(lo, hi) + tail;
   }
+  // Rule 6, when first kept: most hits of a fingerprint that fires on many lines never are.
+  function lazyEvidence(number, line, found) {
+    var made = null;
+    var get = function () {
+      if (made) return made;
+      var segment = found.input;
+      var lead = segment.length - segment.replace(/^\s+/, "").length;
+      var trimmed = segment.trim();
+      var from = Math.max(0, found.index - lead), to = Math.min(trimmed.length, found.index + found[0].length - lead);
+      made = { file: file, line: number, rank: rankOf(line), text: elide(trimmed, from, to), matched: trimmed.slice(from, to) };
+      return made;
+    };
+    get.line = number;
+    return get;
+  }
   function sameEvidence(a, b) { return a.line === b.line && a.rank === b.rank && a.text === b.text && a.file === b.file; }
   function confirm(i, ev, near) {
     var st = state[i];
     st.count += 1;
     st.near = st.near || near;
-    if (st.evidence.length < rules.evidence_per_fingerprint && !st.evidence.some(function (e) { return sameEvidence(e, ev); })) st.evidence.push(ev);
+    if (st.evidence.length >= rules.evidence_per_fingerprint) return;
+    var made = typeof ev === "function" ? ev() : ev;
+    if (!st.evidence.some(function (e) { return sameEvidence(e, made); })) st.evidence.push(made);
   }
   function onNear(i, number) {
     var st = state[i];
@@ -97,40 +174,39 @@ function diagnoseText(spec, text, file) {
     else if (ev.line - st.lastNear <= fp.window) confirm(i, ev, true);
     else {
       st.pending = st.pending.filter(function (p) { return p.line >= ev.line - fp.window; });
-      if (st.pending.length < rules.pending_limit) st.pending.push(ev);
+      if (st.pending.length < rules.pending_limit) st.pending.push(ev());
     }
   }
   function byNumber(a, b) { return a - b; }
 
-  var starts = Array.from(hits.keys()).sort(byNumber);
-  var lineNo = 0, prev = 0;
-  starts.forEach(function (start) {
+  var order = starts.map(function (_, k) { return k; });
+  if (!ordered) order.sort(function (a, b) { return starts[a] - starts[b]; });
+  var lineNo = 0, prev = 0, maxLine = rules.max_line;
+  order.forEach(function (k) {
+    var start = starts[k];
     for (var p = text.indexOf("\n", prev); p >= 0 && p < start; p = text.indexOf("\n", p + 1)) lineNo += 1;
     prev = start;
-    var end = text.indexOf("\n", start);
-    var line = text.slice(start, end >= 0 ? end : text.length);
+    var line = text.slice(start, ends[k]);
     var number = lineNo + 1;
-    var segments = line.split("\r").map(function (s) { return s.slice(0, rules.max_line); });
-    var rank = rankOf(line);
-    var targets = Array.from(hits.get(start));
-    var nearIdx = targets.filter(function (t) { return t[0] === "1"; }).map(function (t) { return parseInt(t.slice(2), 10); }).sort(byNumber);
-    var patIdx = targets.filter(function (t) { return t[0] === "0"; }).map(function (t) { return parseInt(t.slice(2), 10); }).sort(byNumber);
-    nearIdx.forEach(function (i) {
-      var rx = nears[i];
-      if (rx && segments.some(function (s) { return rx.test(s); })) onNear(i, number);
-    });
-    patIdx.forEach(function (i) {
-      var found = null;
-      for (var k = 0; k < segments.length && !found; k++) found = patterns[i].exec(segments[k]);
-      if (!found) return;
-      var segment = found.input;
-      var lead = segment.length - segment.replace(/^\s+/, "").length;
-      var trimmed = segment.trim();
-      var from = Math.max(0, found.index - lead), to = Math.min(trimmed.length, found.index + found[0].length - lead);
-      var ev = { file: file, line: number, rank: rank, text: elide(trimmed, from, to), matched: trimmed.slice(from, to) };
-      if (fps[i].rising || fps[i].share_above) onNumeric(i, found, ev);
+    var segments = line.indexOf("\r") >= 0 ? line.split("\r").map(function (s) { return s.slice(0, maxLine); })
+      : [line.length > maxLine ? line.slice(0, maxLine) : line];
+    var found = targets[k].sort(byNumber);
+    for (var t = 0; t < found.length; t++) {  // on one line, `near` patterns first, then patterns
+      var i = found[t] >= n ? found[t] - n : found[t];
+      if (found[t] >= n) {
+        var rx = nears[i];
+        if (rx && segments.some(function (s) { return rx.test(s); })) onNear(i, number);
+      }
+    }
+    for (t = 0; t < found.length && found[t] < n; t++) {
+      i = found[t];
+      var m = null;
+      for (var g = 0; g < segments.length && !m; g++) m = patterns[i].exec(segments[g]);
+      if (!m) continue;
+      var ev = lazyEvidence(number, line, m);
+      if (fps[i].rising || fps[i].share_above) onNumeric(i, m, ev);
       else onHit(i, ev);
-    });
+    }
   });
 
   // Rules 4 and 5: score and rank.
