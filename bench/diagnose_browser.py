@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -49,7 +50,8 @@ def write_logs(work: Path, mib: int) -> dict[str, Path]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--site", type=Path, help="a built site (default: build entries/ into a temporary folder)")
+    ap.add_argument("--site", type=Path, action="append",
+                    help="a built site (default: build entries/ into a temporary folder); several: each run alternates between them")
     ap.add_argument("--mib", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
@@ -59,40 +61,45 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        site = args.site
-        if site is None:
+        sites = args.site
+        if not sites:
             from generator.build import build
             from generator.config import load_config
 
-            site = work / "site"
-            build(REPO / "entries", site, load_config(REPO).with_base_url("http://127.0.0.1/"))
+            sites = [work / "site"]
+            build(REPO / "entries", sites[0], load_config(REPO).with_base_url("http://127.0.0.1/"))
         logs = write_logs(work, args.mib)
-        server, url = serve_dir(site)
-        rows = []
+        servers = [serve_dir(site) for site in sites]
+        runs: dict[tuple[str, int], list[tuple[float, float, str]]] = {}
         with sync_playwright() as p:
             b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for name, log in logs.items():
-                walls, worker_ms, status = [], [], ""
                 for _ in range(args.repeat):
-                    page = b.new_page()
-                    page.goto(url + "diagnose/")
-                    wait_until(page, "document.querySelector('#diagnose-form').dataset.ready === 'true'")
-                    started = time.perf_counter()
-                    page.set_input_files("#log-file", str(log))
-                    wait_until(page, "Number(document.querySelector('#diagnose-form').dataset.done || 0) >= 1", timeout=300)
-                    walls.append(time.perf_counter() - started)
-                    status = page.locator("#diagnose-status").inner_text()
-                    ms = status.rsplit("(", 1)[-1].split(" ms")[0]
-                    worker_ms.append(float(ms) / 1000 if ms.isdigit() else float("nan"))
-                    page.close()
-                rows.append((name, log.stat().st_size / 2**20, walls, worker_ms, status))
+                    for k, (_, url) in enumerate(servers):
+                        runs.setdefault((name, k), []).append(run_once(b, url, log, wait_until))
             b.close()
-        server.shutdown()
-    print(f"{'log':9} {'MiB':>5} {'page s':>7} {'worker s':>9}  runs (page s)  status")
-    for name, size, walls, worker_ms, status in rows:
-        print(f"{name:9} {size:5.0f} {statistics.median(walls):7.2f} {statistics.median(worker_ms):9.2f}  "
-              f"{', '.join(f'{w:.2f}' for w in walls)}  {status}")
+        for server, _ in servers:
+            server.shutdown()
+    print(f"{'log':9} {'site':24} {'page s':>7} {'worker s':>9}  runs (page s)  status")
+    for (name, k), got in runs.items():
+        print(f"{name:9} {str(sites[k])[-24:]:24} {statistics.median(r[0] for r in got):7.2f} {statistics.median(r[1] for r in got):9.2f}  "
+              f"{', '.join(f'{r[0]:.2f}' for r in got)}  {got[-1][2]}")
     return 0
+
+
+def run_once(b: Any, url: str, log: Path, wait_until: Any) -> tuple[float, float, str]:
+    """A fresh page: choose the file, wait for the answer. (page seconds, worker seconds, status)"""
+    page = b.new_page()
+    page.goto(url + "diagnose/")
+    wait_until(page, "document.querySelector('#diagnose-form').dataset.ready === 'true'")
+    started = time.perf_counter()
+    page.set_input_files("#log-file", str(log))
+    wait_until(page, "Number(document.querySelector('#diagnose-form').dataset.done || 0) >= 1", timeout=300)
+    took = time.perf_counter() - started
+    status = page.locator("#diagnose-status").inner_text()
+    ms = status.rsplit("(", 1)[-1].split(" ms")[0]
+    page.close()
+    return took, float(ms) / 1000 if ms.isdigit() else float("nan"), status
 
 
 if __name__ == "__main__":

@@ -346,13 +346,17 @@ class Matcher:
         if self._scanner is None:
             return []
         ends: dict[int, int] = {}  # line start -> line end
+        plain: dict[int, bytes | None] = {}  # line start -> the line, if its filters can answer for it
         by_literal: dict[int, list[int]] = {}  # literal -> the starts of the lines that hold it
+        ascii_chunk = chunk.isascii()
         start = end = -1
         for lit, pos, _ in self._scanner.find_matches_as_indexes(chunk, overlapping=True):
             if not start <= pos < end:  # a new line (the matches of one line come together)
                 start = chunk.rfind(b"\n", 0, pos) + 1
                 end = chunk.find(b"\n", pos)
                 end = ends[start] = len(chunk) if end < 0 else end
+                raw = chunk[start:end] if end - start <= MAX_LINE else None
+                plain[start] = raw if raw is not None and (ascii_chunk or raw.isascii()) else None
             starts = by_literal.get(lit)
             if starts is None:
                 by_literal[lit] = [start]
@@ -362,11 +366,10 @@ class Matcher:
         for lit, starts in by_literal.items():
             for i in self._targets[lit]:
                 by_fp.setdefault(i, []).append(starts)
-        ascii_chunk = chunk.isascii()
         lines: dict[int, set[int]] = {}
         for i, groups in by_fp.items():
             starts = groups[0] if len(groups) == 1 else sorted(set().union(*groups))
-            for s in self._filtered(i, chunk, starts, ends, ascii_chunk):
+            for s in self._filtered(i, starts, plain):
                 fps = lines.get(s)
                 if fps is None:
                     lines[s] = {i}
@@ -374,25 +377,17 @@ class Matcher:
                     fps.add(i)
         return [(s, ends[s], lines[s]) for s in sorted(lines)]
 
-    def _filtered(self, i: int, chunk: bytes, starts: list[int], ends: dict[int, int], ascii_chunk: bool) -> list[int]:
-        """The lines (by start, in no order) on which fingerprint `i`'s pattern may match. Its line filter
-        (`compile_line_filter`) answers for ASCII lines of at most MAX_LINE bytes, all of them
-        at once: one search over those lines joined by newlines finds the first line it may
+    def _filtered(self, i: int, starts: list[int], plain: dict[int, bytes | None]) -> list[int]:
+        """The lines (by start, in no order) on which fingerprint `i`'s pattern may match. Its line
+        filter (`compile_line_filter`) answers for ASCII lines of at most MAX_LINE bytes, all of
+        them at once: one search over those lines joined by newlines finds the first line it may
         match, or shows that it matches none (a match within one line is one in the joined text)."""
         rx = self._filter(i)
         if rx is None:
             return starts
-        keep: list[int] = []
-        tested: list[int] = []
-        raws: list[bytes] = []
-        for s in starts:
-            raw = chunk[s : ends[s]]
-            if len(raw) <= MAX_LINE and (ascii_chunk or raw.isascii()):
-                tested.append(s)
-                raws.append(raw)
-            else:
-                keep.append(s)
-        joined = b"\n".join(raws)
+        tested = [s for s in starts if plain[s] is not None]
+        keep = [s for s in starts if plain[s] is None] if len(tested) < len(starts) else []
+        joined = b"\n".join([plain[s] or b"" for s in tested])
         at = index = 0
         while (m := rx.search(joined, at)) is not None:
             index += joined.count(b"\n", at, m.start())
@@ -457,9 +452,12 @@ class Matcher:
 
     def _match_line(self, number: int, line: str, fps: set[int]) -> None:
         segments = _segments(line)
-        for i in sorted(fps):
-            found = next((m for m in map(self._pattern(i).search, segments) if m), None)
-            if found is None:
+        for i in sorted(fps) if len(fps) > 1 else fps:
+            rx = self._pattern(i)
+            for segment in segments:
+                if found := rx.search(segment):
+                    break
+            else:
                 continue
             ev = _LineEvidence(self.file, number, line, found)
             if self.fps[i].get("rising") or self.fps[i].get("share_above"):

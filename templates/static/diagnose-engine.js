@@ -31,7 +31,7 @@ function literalScanner(literals) {
     var s = order[head++];
     for (var c = 0; c < classes; c++) if (trie[s * classes + c]) { id[trie[s * classes + c]] = tail; order[tail++] = trie[s * classes + c]; }
   }
-  var delta = new Int32Array(count * classes), fail = new Int32Array(count), outHead = new Int32Array(count).fill(-1);
+  var delta = count < 65536 ? new Uint16Array(count * classes) : new Int32Array(count * classes), fail = new Int32Array(count), outHead = new Int32Array(count).fill(-1);
   var outLit = [], outNext = [], lens = literals.map(function (lit) { return lit.length; });
   // In breadth-first order: failure links, outputs inherited from them, missing edges filled in.
   for (var q = 0; q < count; q++) {
@@ -181,8 +181,14 @@ function diagnoseText(spec, text, file) {
 
   var order = starts.map(function (_, k) { return k; });
   if (!ordered) order.sort(function (a, b) { return starts[a] - starts[b]; });
+  // A `near` line only matters to a fingerprint whose pattern has a candidate line somewhere.
+  var hasCandidate = new Uint8Array(n);
+  targets.forEach(function (ts) { for (var t = 0; t < ts.length; t++) if (ts[t] < n) hasCandidate[ts[t]] = 1; });
   var lineNo = 0, prev = 0, maxLine = rules.max_line;
   order.forEach(function (k) {
+    var found = targets[k].filter(function (t) { return t < n || hasCandidate[t - n]; });
+    if (!found.length) return;
+    found.sort(byNumber);
     var start = starts[k];
     for (var p = text.indexOf("\n", prev); p >= 0 && p < start; p = text.indexOf("\n", p + 1)) lineNo += 1;
     prev = start;
@@ -190,11 +196,9 @@ function diagnoseText(spec, text, file) {
     var number = lineNo + 1;
     var segments = line.indexOf("\r") >= 0 ? line.split("\r").map(function (s) { return s.slice(0, maxLine); })
       : [line.length > maxLine ? line.slice(0, maxLine) : line];
-    var found = targets[k].sort(byNumber);
     for (var t = 0; t < found.length; t++) {  // on one line, `near` patterns first, then patterns
-      var i = found[t] >= n ? found[t] - n : found[t];
       if (found[t] >= n) {
-        var rx = nears[i];
+        var i = found[t] - n, rx = nears[i];
         if (rx && segments.some(function (s) { return rx.test(s); })) onNear(i, number);
       }
     }
