@@ -56,6 +56,7 @@ EVIDENCE_CHARS = 300
 EVIDENCE_CONTEXT = 40
 CHUNK = 4 * 1024 * 1024
 PIECE = 1024 * 1024  # the matcher works on this much at a time
+DFA_BYTES = 16 * 1024 * 1024
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"
 RANK_PATTERNS = [r"\[rank(\d{1,6})\]:", r"\[default(\d{1,6})\]:", r"^(\d{1,6}): ", r"^\[\d+,(\d{1,6})\]<std(?:out|err)>:"]
 
@@ -192,7 +193,11 @@ def _literal_scanner(literals: dict[bytes, set[int]]) -> tuple[BytesAhoCorasick 
     if not literals:
         return None, []
     order = sorted(literals)
-    return BytesAhoCorasick(order, implementation=Implementation.DFA), [frozenset(literals[lit]) for lit in order]
+    # A DFA scans fastest, but its table (states x byte classes) grows with the literals: past
+    # DFA_BYTES, the contiguous NFA, a little slower and far smaller.
+    table = sum(map(len, order)) * (len(set(b"".join(order))) + 1) * 4
+    kind = Implementation.DFA if table <= DFA_BYTES else Implementation.ContiguousNFA
+    return BytesAhoCorasick(order, implementation=kind), [frozenset(literals[lit]) for lit in order]
 
 
 def _tail_start(chunk: bytes, lines: int) -> int:
