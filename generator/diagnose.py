@@ -28,6 +28,14 @@ the browser one. Both follow the same rules, step by step:
 6. Evidence is the stripped segment; one longer than `evidence_chars` is elided in the middle,
    never where the fingerprint matched: the line's head, "…", the matched text with up to
    `evidence_context` characters either side, "…" (see `elide`).
+
+How this engine keeps to them fast (the rules decide the same; tests/test_diagnose_prefilter.py
+checks it against a per-line reading of them): it works on pieces of about `PIECE` bytes cut at
+line ends; one Aho-Corasick pass over a piece finds the pattern literals; a fingerprint's line
+filter (`patterns.compile_line_filter`) is searched once over all its candidate lines joined by
+newlines, and only the lines it may match are decoded and searched segment by segment; `near`
+literals are looked for only in a piece where the fingerprint has a candidate or a pending hit,
+and in the last `window` lines of every piece, where a later hit may look back.
 """
 
 from __future__ import annotations
@@ -250,7 +258,7 @@ class Matcher:
         # Regexes are compiled when a line first needs them: most fingerprints never see a candidate.
         self._patterns: list[re.Pattern[str] | None] = [None] * len(self.fps)
         self._nears: list[re.Pattern[str] | None] = [None] * len(self.fps)
-        self._filters: list[re.Pattern[bytes] | None | bool] = [False] * len(self.fps)  # False: not compiled yet
+        self._filters: dict[int, re.Pattern[bytes] | None] = {}
         # literal → the fingerprints it is a candidate for: their patterns, and their `near` patterns
         pattern_literals: dict[bytes, set[int]] = {}
         near_literals: dict[bytes, set[int]] = {}
@@ -449,11 +457,9 @@ class Matcher:
         return rx
 
     def _filter(self, i: int) -> re.Pattern[bytes] | None:
-        rx = self._filters[i]
-        if rx is False:
-            rx = self._filters[i] = compile_line_filter(self.fps[i]["pattern"])
-        assert rx is not True
-        return rx
+        if i not in self._filters:
+            self._filters[i] = compile_line_filter(self.fps[i]["pattern"])
+        return self._filters[i]
 
     def _match_line(self, number: int, line: str, fps: set[int]) -> None:
         segments = _segments(line)
