@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ahocorasick_rs import BytesAhoCorasick
+
 from .diagnose import ANSI_PATTERN, Match, rank_of
 from .rankrules import RANK_RULES
 
@@ -31,6 +33,7 @@ __all__ = ["RankScanner", "RankVerdict", "initiating_rank"]
 
 _R = RANK_RULES
 _LITERALS = tuple(lit.encode() for lit in _R["literals"])
+_FINDER = BytesAhoCorasick(list(_LITERALS))  # all of them in one pass over a chunk
 _ANSI = re.compile(ANSI_PATTERN)
 _RANK_IN_TEXT = re.compile(_R["rank_in_text"])
 _WATCHDOG = re.compile(_R["watchdog"])
@@ -97,10 +100,23 @@ class RankScanner:
             self._carry = b""
 
     def _chunk(self, chunk: bytes) -> None:
-        if self._in_root or self._in_stalled or any(lit in chunk for lit in _LITERALS):
-            for i, raw in enumerate(chunk.split(b"\n")[:-1]):
-                if self._in_root or self._in_stalled or any(lit in raw for lit in _LITERALS):
-                    self._line(self._line_base + i + 1, _ANSI.sub("", raw.decode("utf-8", "replace")).rstrip("\r"))
+        """The lines of `chunk` (whole lines) that hold a literal, and those of a block that a
+        line opened, in order."""
+        starts = sorted({chunk.rfind(b"\n", 0, pos) + 1 for _, pos, _ in _FINDER.find_matches_as_indexes(chunk)})
+        k = at = counted = 0
+        number = self._line_base
+        while at < len(chunk):
+            if not (self._in_root or self._in_stalled):
+                while k < len(starts) and starts[k] < at:
+                    k += 1
+                if k == len(starts):
+                    break
+                at = starts[k]
+            number += chunk.count(b"\n", counted, at)
+            counted = at
+            end = chunk.find(b"\n", at)
+            self._line(number + 1, _ANSI.sub("", chunk[at:end].decode("utf-8", "replace")).rstrip("\r"))
+            at = end + 1
         self._line_base += chunk.count(b"\n")
 
     def _state(self, rank: int) -> _RankState | None:

@@ -38,9 +38,7 @@ function initiatingRank(spec, text, matches) {
     for (var i = 0; i < R.literals.length; i++) if (line.indexOf(R.literals[i]) >= 0) return true;
     return false;
   }
-  var lines = text.split("\n");
-  if (lines.length && lines[lines.length - 1] === "") lines.pop();
-  lines.forEach(function (raw, index) {
+  function onLine(raw, index) {
     if (!inRoot && !inStalled && !hasLiteral(raw)) return;
     var line = raw.indexOf("\x1b") >= 0 ? raw.replace(ansi, "") : raw;
     line = line.replace(/\r+$/, "");
@@ -87,7 +85,25 @@ function initiatingRank(spec, text, matches) {
       note(st, number, line);
     }
     if (rx.first_dump.test(line)) { st.firstDump = true; note(st, number, line); }
-  });
+  }
+  // The lines that hold a literal, found by one search over the text (splitting 50 MB into lines
+  // costs more), and the lines of a block that a line opened, in order.
+  var anyLiteral = new RegExp(R.literals.map(function (l) { return l.replace(/[.*+?^${}()|[\]\\\/]/g, "\\$&"); }).join("|"), "g");
+  var start = 0, index = 0, counted = 0;
+  while (start < text.length) {
+    if (!inRoot && !inStalled) {
+      anyLiteral.lastIndex = start;
+      var hit = anyLiteral.exec(text);
+      if (!hit) break;
+      start = hit.index === 0 ? 0 : text.lastIndexOf("\n", hit.index - 1) + 1;
+    }
+    for (var p = text.indexOf("\n", counted); p >= 0 && p < start; p = text.indexOf("\n", p + 1)) index += 1;
+    counted = start;
+    var end = text.indexOf("\n", start);
+    onLine(text.slice(start, end >= 0 ? end : text.length), index);
+    if (end < 0) break;
+    start = end + 1;
+  }
 
   // --- the verdict -----------------------------------------------------------------------
   function span(list) {
