@@ -320,7 +320,13 @@
         });
       });
       Object.keys(cover).forEach(function (d) { if (cover[d] > best) best = cover[d]; });
-      Object.keys(scores).forEach(function (d) { if (cover[d] !== best) delete scores[d]; });
+      // A long query may be missed by one clause in R.slack_per, at the share it misses (search.py: rank).
+      var need = best - Math.floor((found.length - 1) / R.slack_per);
+      Object.keys(scores).forEach(function (d) {
+        if (cover[d] < need) { delete scores[d]; return; }
+        var x = scores[d] * cover[d];
+        scores[d] = (x - x % found.length) / found.length;
+      });
     } else if (tagRank) {
       pool.forEach(function (d) { scores[d] = tagRank[d]; });
     }
