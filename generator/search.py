@@ -14,7 +14,8 @@ by the same rules, in integers, so both give the same order:
   only when the word itself is in no entry), each times the term's weight in the entry (title,
   by how much of it the term covers; then quick answer and tags, the first tag most; then
   symptoms and fingerprint examples; then the body) and its rarity (idf); a longer word's or a
-  typo's rarity counts no more than the typed word's.
+  typo's rarity counts no more than the typed word's, a synonym's as the mean of its group's and
+  the typed word's.
 - Identifiers (`NCCL_BUFFSIZE`, `torch.cuda.OutOfMemoryError`, `c10::DistBackendError`,
   `-9`, `--nproc_per_node`) match whole and exactly (case-insensitively), never split into parts.
   A dotted or `::` path also matches its shorter runs (`OutOfMemoryError` finds
@@ -349,12 +350,17 @@ def clause_scores(index: SearchIndex, clause: tuple[str, str]) -> dict[int, int]
     vocab = index.vocab.get(vocab_key(clause[1]), [])
     out: dict[int, int] = {}
     # A longer word or a typo's neighbour is worth no more than the word typed, however rare it is
-    # ('tensor' must not rank 'tensorflow' entries above those about tensors).
+    # ('tensor' must not rank 'tensorflow' entries above those about tensors). Another spelling of
+    # the word counts as rare as the mean of the word's and its group's rarity: the group, all its
+    # spellings together, is commoner than any of them ('timeout' is everywhere), and rated alone it
+    # would let 'ddp hangs' find every DDP entry that mentions a timeout before the one about hangs.
     own = index.terms[clause[1]][0] if clause[1] in index.terms else None
     for term, factor in alternatives(clause, index.synonyms, vocab, index.terms.__contains__):
         idf, postings = index.terms[term]
         if factor in (PREFIX, TYPO) and own is not None:
             idf = min(idf, own)
+        elif factor == GROUP and own is not None:
+            idf = (idf + own) // 2
         for doc, w in postings:
             s = factor * w * idf
             if s > out.get(doc, 0):
