@@ -26,7 +26,7 @@ from typing import Any
 from .catalog import Catalog
 from .entrytext import text_fields
 from .safejson import safe_json as _json
-from .search import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, TYPO, TYPO_MIN, WEAK_NUDGE, SearchIndex, Synonyms,
+from .search import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, SLACK_PER, TYPO, TYPO_MIN, WEAK_NUDGE, SearchIndex, Synonyms,
                      doc_terms, entry_texts)
 from .searchterms import STOP
 
@@ -224,7 +224,7 @@ def search_files(catalog: Catalog, index: SearchIndex | None = None, fingerprint
         "synonyms": index.synonyms.as_json(),
         "stop": sorted(STOP),
         "rank": {"exact": EXACT, "group": GROUP, "prefix": PREFIX, "typo": TYPO, "prefix_max": PREFIX_MAX, "typo_min": TYPO_MIN,
-                 "confident": CONFIDENT, "long_paste": LONG_PASTE, "weak_nudge": WEAK_NUDGE},
+                 "confident": CONFIDENT, "long_paste": LONG_PASTE, "weak_nudge": WEAK_NUDGE, "slack_per": SLACK_PER},
     }
     docs = {
         "cat": [cat_ids.get(catalog.records[s].category, -1) for s in index.slugs],

@@ -10,9 +10,10 @@ import yaml
 QUERIES = Path(__file__).resolve().parent / "queries" / "queries.yaml"
 SPLITS = ("tuning", "heldout")
 SOURCES = {"issue-21", "gh", "symptom", "paste", "typo"}
-# First-result accuracy both engines must reach on the whole set. Issue 21 asks for 95 %; with the
-# 213 entries of issue 17 the measure is 248/262 (94.7 %): the floor holds that, not the target.
-FLOOR = 0.94
+# First-result accuracy both engines must reach on the whole set. Issue 21 asks for 95 %: the set
+# the rules were adjusted with in view (326 queries) is at 95.4 %; the 19 collected afterwards and
+# never tuned on (the last block of heldout) bring the whole set to 94.8 %, and the floor holds that.
+FLOOR = 0.945
 ISSUE_21 = "issue-21"  # these must all be first
 
 
