@@ -409,7 +409,8 @@ def rank(index: SearchIndex, clauses: tuple[tuple[str, str], ...], pool: list[in
     """(doc, confident fingerprint score, word score) best first; search.js's rank is the same.
 
     Every live clause must match (a clause no entry matches is not live), but one in SLACK_PER
-    may be missed by an entry, whose score is then scaled by the share it matches; when no entry
+    may be missed by an entry, whose score is then scaled by the share of the clauses' worth it
+    matches; when no entry
     matches them all, the entries that match the most of them. Confident fingerprint hits come first."""
     allowed = set(pool)
     found = [s for s in (clause_scores(index, c) for c in clauses) if s]
@@ -423,10 +424,18 @@ def rank(index: SearchIndex, clauses: tuple[tuple[str, str], ...], pool: list[in
                     scores[doc] = scores.get(doc, 0) + v
         # A long query (a pasted title, a sentence) may name a word its entry does not use
         # ('terminated', 'attempting'): an entry may miss one clause in four, and counts for
-        # less by the share it misses. A short query keeps every word.
+        # less by the share it misses. A clause's share is what it is worth to the entry it suits
+        # best, so missing the query's product name ('vllm') costs more than missing a filler
+        # word. Per mille, so that search.js's doubles stay exact. A short query keeps every word.
         best = max(cover.values(), default=0)
         need = best - (len(found) - 1) // SLACK_PER
-        scores = {d: v * cover[d] // len(found) for d, v in scores.items() if cover[d] >= need}
+        tops = [max(s.values()) for s in found]
+        total = sum(tops)
+
+        def share(doc: int) -> int:
+            return sum(t for t, s in zip(tops, found) if doc in s) * 1000 // total
+
+        scores = {d: v * share(d) // 1000 for d, v in scores.items() if cover[d] >= need}
     elif tag_rank is not None:
         scores = {d: tag_rank[d] for d in pool}
     for doc, (score, confident) in fps.items():

@@ -10,10 +10,9 @@ import yaml
 QUERIES = Path(__file__).resolve().parent / "queries" / "queries.yaml"
 SPLITS = ("tuning", "heldout")
 SOURCES = {"issue-21", "gh", "symptom", "paste", "typo"}
-# First-result accuracy both engines must reach on the whole set. Issue 21 asks for 95 %: the set
-# the rules were adjusted with in view (326 queries) is at 95.4 %; the 19 collected afterwards and
-# never tuned on (the last block of heldout) bring the whole set to 94.8 %, and the floor holds that.
-FLOOR = 0.945
+# First-result accuracy both engines must reach on the whole set (issue 21). The 19 queries
+# collected last and never tuned on (the last block of heldout) are at 16/19; they stay in.
+FLOOR = 0.95
 ISSUE_21 = "issue-21"  # these must all be first
 
 

@@ -322,12 +322,19 @@
         });
       });
       Object.keys(cover).forEach(function (d) { if (cover[d] > best) best = cover[d]; });
-      // A long query may be missed by one clause in R.slack_per, at the share it misses (search.py: rank).
+      // A long query may be missed by one clause in R.slack_per, at the share of the clauses'
+      // worth it misses, per mille (search.py: rank).
       var need = best - Math.floor((found.length - 1) / R.slack_per);
+      var tops = found.map(function (s) {
+        return Object.keys(s).reduce(function (m, d) { return Math.max(m, s[d]); }, 0);
+      });
+      var total = tops.reduce(function (a, b) { return a + b; }, 0);
       Object.keys(scores).forEach(function (d) {
         if (cover[d] < need) { delete scores[d]; return; }
-        var x = scores[d] * cover[d];
-        scores[d] = (x - x % found.length) / found.length;
+        var got = 0;
+        found.forEach(function (s, k) { if (has(s, d)) got += tops[k]; });
+        var share = Math.floor(got * 1000 / total), x = scores[d] * share;
+        scores[d] = (x - x % 1000) / 1000;
       });
     } else if (tagRank) {
       pool.forEach(function (d) { scores[d] = tagRank[d]; });
