@@ -199,3 +199,11 @@ def test_cli_bad_paths_say_what_to_do(run_cli, sample: Path, tmp_path: Path) -> 
     ]:
         code, _, err = run_cli("diagnose", "--entries", str(sample), *args)
         assert code == 2 and message in err and "Traceback" not in err, (args, err)
+
+
+def test_cli_shows_the_line_that_names_the_rank_when_no_entry_matches(run_cli, sample: Path) -> None:
+    case = MULTI_DIR / "nccl_849_second_node_printed_nothing"
+    code, out, _ = run_cli("diagnose", "--entries", str(sample), str(case / "node0.log"), str(case / "node1.log"))
+    assert code == 1 and "No known failure matched this log." in out
+    assert "Started on rank 4: the log names rank 4 as the one that never reached the collective" in out
+    assert f"  {case / 'node0.log'}:13  RuntimeError: [Rank 0]: Ranks 4, 5, 6, 7 failed to pass monitoredBarrier" in out

@@ -11,7 +11,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
@@ -162,7 +162,7 @@ def _print_text(matches: list[Match], top: int, out: TextIO, spec: dict[str, Any
     info = entries.get(answer.slug, {})
     print(f"1. {answer.title}  [{'the answer' if answer.role == 'initiating' else answer.role}, {answer.certainty} match]", file=out)
     if verdict is not None:
-        _verdict(verdict, "   ", out)
+        _verdict(verdict, "   ", out, {(e.file, e.line) for e in answer.evidence})
     if info.get("summary"):
         print(f"   Quick answer: {info['summary']}", file=out)
     if info.get("fix"):
@@ -197,10 +197,12 @@ def _print_text(matches: list[Match], top: int, out: TextIO, spec: dict[str, Any
     print("(" + "; ".join(CERTAINTY[c] for c in used) + ")", file=out)
 
 
-def _verdict(verdict: RankVerdict, indent: str, out: TextIO) -> None:
+def _verdict(verdict: RankVerdict, indent: str, out: TextIO, shown_already: Container[tuple[str, int]] = ()) -> None:
+    """"Started on rank R on host: why." and the lines that show it (those the evidence does not show already)."""
     print(f"{indent}Started on {verdict.who}: {verdict.reason}.", file=out)
     for file, line, text in verdict.lines:
-        print(f"{indent}  {shown(file, 1000)}:{line}  {shown(text, EVIDENCE_CHARS)}", file=out)
+        if (file, line) not in shown_already:
+            print(f"{indent}  {shown(file, 1000)}:{line}  {shown(text, EVIDENCE_CHARS)}", file=out)
     if verdict.disagrees:
         print(f"{indent}Note: {verdict.disagrees}.", file=out)
 

@@ -71,15 +71,17 @@
   // The answer (with its quick answer, fix and first steps), the failures it caused under it as
   // consequences, then the other possible causes: the order `failpedia diagnose` prints.
   // "Started on rank 3 on node-1: why." with the lines that show it (diagnose-ranks.js).
-  function startedRank(box, v) {
+  function startedRank(box, v, evidence) {
     var p = el("p", "started-rank");
     var who = (v.rank !== null ? "rank " + v.rank : v.origin) + (v.host ? " on " + v.host : "");
     p.appendChild(el("strong", null, "Started on " + who + ": "));
     p.appendChild(document.createTextNode(v.reason + "."));
     box.appendChild(p);
-    if (v.lines.length) {
+    var shownAlready = new Set((evidence || []).map(function (e) { return e.file + ":" + e.line; }));
+    var own = v.lines.filter(function (l) { return !shownAlready.has(l.file + ":" + l.line); });  // not twice: the evidence shows them
+    if (own.length) {
       var pre = el("pre", "log rank-lines");
-      v.lines.forEach(function (l) {
+      own.forEach(function (l) {
         var row = el("span", "evidence-line");
         row.appendChild(el("span", "lineno", where(l.file, l.line) + "  "));
         row.appendChild(document.createTextNode(l.text + "\n"));
@@ -120,7 +122,7 @@
     box.appendChild(h);
     var meta = el("p", "meta certainty", (top.role === "initiating" ? "The answer" : top.role) + " · " + CERTAINTY[top.certainty]);
     box.appendChild(meta);
-    if (msg.rank) startedRank(box, msg.rank);  // which rank started it
+    if (msg.rank) startedRank(box, msg.rank, top.evidence);  // which rank started it
     box.appendChild(el("p", null, info.summary));
     var fix = el("p", "fix-line"); fix.appendChild(el("strong", null, "Recommended fix: ")); fix.appendChild(document.createTextNode(info.fix));
     box.appendChild(fix);
