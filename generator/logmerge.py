@@ -70,7 +70,7 @@ def stamp(head: str) -> int | None:
     m = _STAMP.search(head[:STAMP_CHARS])
     if m is None:
         return None
-    k = next(i for i in range(0, len(m.groups()), _GROUPS) if m.group(i + 3) is not None)
+    k = (m.lastindex or 1) - 1 - ((m.lastindex or 1) - 1) % _GROUPS  # the alternative that matched: its last group
     month, day, hour, minute, second, frac = m.groups()[k : k + _GROUPS]
     mon = _MONTHS[month] if month in _MONTHS else int(month)
     micros = int((frac or "").ljust(6, "0")[:6])
@@ -141,8 +141,6 @@ class MergedLog:
         return self.sources[i].name, line
 
     def feed(self, index: int, number: int, line: bytes) -> None:
-        src = self.sources[index]
-        self.scanner.feed_line(line, src, number)
         self._batch.append(line)
         self._where.append((index, number))
         self._bytes += len(line) + 1
@@ -152,7 +150,9 @@ class MergedLog:
 
     def _flush(self) -> None:
         if self._batch:
-            self.matcher.feed(b"\n".join(self._batch) + b"\n")
+            chunk = b"\n".join(self._batch) + b"\n"
+            self.matcher.feed(chunk)
+            self.scanner.feed_merged(chunk, self._batch, [(self.sources[i], n) for i, n in self._where])
             self._base += len(self._batch)
         self._batch, self._where, self._bytes = [], [], 0
 

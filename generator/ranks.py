@@ -80,7 +80,7 @@ class _RankState:
 class RankScanner:
     """Streaming: feed the log's bytes in chunks, as to `diagnose.Matcher`; read the state after."""
 
-    file: str = "-"  # the log's name, for its lines (several files: each line's own, feed_line)
+    file: str = "-"  # the log's name, for its lines (several files: each line's own, feed_merged)
     ranks: dict[int, _RankState] = field(default_factory=dict)
     hosts: dict[int, str] = field(default_factory=dict)
     world: int | None = None
@@ -119,12 +119,16 @@ class RankScanner:
     def use_sources(self, sources: list[LogSource]) -> None:
         self.sources = list(sources)
 
-    def feed_line(self, raw: bytes, src: LogSource, number: int) -> None:
-        """One line of a merged log (logmerge.py), at its own file's line `number`."""
-        self._src = src
-        self.seen.add(src.name)
-        if self._in_root or self._in_stalled or any(lit in raw for lit in _LITERALS):
-            self._line(number, _ANSI.sub("", raw.decode("utf-8", "replace")).rstrip("\r"))
+    def feed_merged(self, chunk: bytes, lines: list[bytes], where: list[tuple[LogSource, int]]) -> None:
+        """Lines of a merged log (logmerge.py), each at its own file and line (`where`); `chunk`
+        is the lines joined, where a few substring searches tell whether any line needs reading."""
+        self.seen.update(src.name for src, _ in where)
+        if not (self._in_root or self._in_stalled or any(lit in chunk for lit in _LITERALS)):
+            return
+        for raw, (src, number) in zip(lines, where):
+            self._src = src
+            if self._in_root or self._in_stalled or any(lit in raw for lit in _LITERALS):
+                self._line(number, _ANSI.sub("", raw.decode("utf-8", "replace")).rstrip("\r"))
 
     def _file(self) -> str:
         return self._src.name if self._src else self.file
