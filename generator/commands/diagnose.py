@@ -273,7 +273,7 @@ def _merged(spec: dict[str, Any], files: list[str], base_url: str, args: argpars
     """Several logs: one story, merged in time order (logmerge.py), read a chunk of each at a time."""
     order = sorted(files, key=natural_key)
     sources = [identify(p) for p in order]
-    size = max(1 << 16, min(1 << 20, (64 << 20) // len(order)))  # memory: one read of each open file at a time
+    size = max(1 << 16, min(1 << 20, (16 << 20) // len(order)))  # memory: one read of each open file at a time
     progress = Progress()
     total = sum(os.path.getsize(p) for p in order if p != "-" and os.path.isfile(p)) or 1
     log = MergedLog(spec, sources)
