@@ -19,17 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from diagnose_big_log import CHILD  # the child that reports its own peak memory
+
 REPO = Path(__file__).resolve().parent.parent
-CHILD = """
-import sys
-from generator.cli import main
-code = main(sys.argv[1:])
-sys.stdout.flush()
-with open("/proc/self/status") as f:
-    peak = [line.split()[1] for line in f if line.startswith("VmHWM:")]
-sys.stderr.write("peak-kib %s\\n" % peak[0])
-sys.exit(code)
-"""
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB of which 1.03 GiB is free.\n"
 
 

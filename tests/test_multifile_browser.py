@@ -7,6 +7,7 @@ from pathlib import Path
 
 from browser import *  # noqa: F403
 from generator.logmerge import diagnose_files
+from test_diagnose_browser import diagnose_page, wait_done  # noqa: F401 (a fixture)
 from test_multifile import MULTI_DIR, multi_cases, verdict_ok
 
 MERGE_AND_DIAGNOSE = """([files]) => {
@@ -33,21 +34,14 @@ def test_browser_engine_merges_and_names_the_same_rank_as_python(browser, site_u
     ctx.close()
 
 
-def test_the_page_takes_several_files_and_shows_file_and_line(browser, site_url: str) -> None:
-    ctx = browser.new_context()
-    page = ctx.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(site_url + "diagnose/")
-    wait_until(page, "document.querySelector('#diagnose-form').dataset.ready === 'true'")
+def test_the_page_takes_several_files_and_shows_file_and_line(diagnose_page) -> None:
+    page = diagnose_page
     case = MULTI_DIR / "msswift_6301_slurm_array_per_node"
     page.set_input_files("#log-file", [str(p) for p in sorted(case.glob("slurm-*.out"))])
-    wait_until(page, "Number(document.querySelector('#diagnose-form').dataset.done || 0) >= 1")
+    wait_done(page)
     assert "of 4 files merged in time order" in page.locator("#diagnose-status").inner_text()
     top = page.locator(".top-match")
     assert "Started on rank 11: rank 11 printed" in top.locator(".started-rank").inner_text()
     assert top.locator(".rank-lines").count() == 0  # the line that shows it is the evidence's first, shown once
     assert "slurm-88123_2.out:9 [rank 11]" in top.locator(".evidence").first.inner_text()
     assert "Root Cause (slurm-88123_0.out:27) names rank 0" in top.locator(".root-cause-note").inner_text()
-    assert errors == []
-    ctx.close()
