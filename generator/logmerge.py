@@ -128,13 +128,11 @@ class MergedLog:
         self.spec = spec
         self.sources = list(sources)
         self.matcher = Matcher(spec, "merged", origin=self._origin)
-        self.scanner = RankScanner()
-        self.scanner.use_sources(self.sources)
+        self.scanner = RankScanner(sources=self.sources)
         self._batch: list[bytes] = []
         self._where: list[tuple[int, int]] = []  # (source, line) of each line in the batch
         self._base = 0  # merged lines before the batch
         self._bytes = 0
-        self.lines = 0
 
     def _origin(self, number: int) -> tuple[str, int]:
         i, line = self._where[number - self._base - 1]
@@ -144,7 +142,6 @@ class MergedLog:
         self._batch.append(line)
         self._where.append((index, number))
         self._bytes += len(line) + 1
-        self.lines += 1
         if len(self._batch) >= BATCH_LINES or self._bytes >= CHUNK:
             self._flush()
 

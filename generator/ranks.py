@@ -16,6 +16,9 @@ say *what* failed; this module says *which rank*, from what the log shows beside
 
 `RankScanner.feed` takes the same chunks as `diagnose.Matcher`; only chunks holding one of a
 few literals are looked at line by line, so a long healthy log costs a few substring searches.
+Several files (logmerge.py) come as merged lines, each with its file (`feed_merged`): a per-rank
+file's name stands for its lines' missing rank prefix, and a rank whose file is empty or missing is
+one that reported nothing.
 """
 
 from __future__ import annotations
@@ -115,9 +118,6 @@ class RankScanner:
         if self._carry:
             self._chunk(self._carry + b"\n")
             self._carry = b""
-
-    def use_sources(self, sources: list[LogSource]) -> None:
-        self.sources = list(sources)
 
     def feed_merged(self, chunk: bytes, lines: list[bytes], where: list[tuple[LogSource, int]]) -> None:
         """Lines of a merged log (logmerge.py), each at its own file and line (`where`); `chunk`
@@ -293,9 +293,9 @@ def _from_watchdog(scan: RankScanner) -> tuple[int, str, tuple[Line, ...]] | Non
             f"ranks {_span(waiting)} timed out in {where}; rank {r}'s last enqueued work was {st.enqueued}: "
             "it never entered that collective"
         ), tuple(st.lines)
-    # Silence convicts only when NCCL said how many ranks there are: a pasted excerpt often shows
-    # a few ranks' lines, and the ranks left out of it did nothing wrong.
-    # Per-rank files say how many ranks there are too (rank0.log ... rank7.log), and which printed nothing.
+    # Silence convicts only when the log says how many ranks there are (NCCL's nranks, Lightning's
+    # MEMBER k/N, per-rank files rank0.log ... rank7.log): a pasted excerpt often shows a few ranks'
+    # lines, and the ranks left out of it did nothing wrong.
     file_ranks = {s.rank: s.name for s in scan.sources if s.rank is not None}
     expected = range(scan.world) if scan.world else range(max(file_ranks) + 1) if len(file_ranks) >= 2 else range(0)
     silent = sorted(set(expected) - set(timed))
