@@ -36,13 +36,13 @@ import copy
 import dataclasses
 import re
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ahocorasick_rs import BytesAhoCorasick
 
-from .rankrules import MERGE_RULES, RANK_RULES
+from .rankrules import RANK_RULES
 from .patterns import MAX_LINE, compile_pattern, plain_number, required_literals
 
 __all__ = ["Match", "Matcher", "diagnose_bytes", "fingerprint_item", "matcher_spec", "rank_hits", "rank_of"]
@@ -106,7 +106,6 @@ def matcher_spec(fingerprints: dict[str, Any]) -> dict[str, Any]:
             "ansi": ANSI_PATTERN,
             "rank_patterns": RANK_PATTERNS,
             "ranks": RANK_RULES,
-            "merge": MERGE_RULES,
         },
     }
 
@@ -118,8 +117,6 @@ class Evidence:
     rank: int | None
     text: str
     matched: str = field(default="", compare=False)  # what the fingerprint matched on the line
-    # (file, line) of a merged log's line (logmerge.py): `line` then counts the merged lines
-    origin: tuple[str, int] | None = field(default=None, compare=False)
 
 
 def elide(text: str, start: int, end: int, limit: int = EVIDENCE_CHARS, context: int = EVIDENCE_CONTEXT) -> str:
@@ -201,10 +198,9 @@ def rank_of(line: str) -> int | None:
 class Matcher:
     """Streaming matcher over one log: feed bytes, then `close()`. Memory stays bounded."""
 
-    def __init__(self, spec: dict[str, Any], file: str = "-", origin: Callable[[int], tuple[str, int]] | None = None) -> None:
+    def __init__(self, spec: dict[str, Any], file: str = "-") -> None:
         self.spec = spec
         self.file = file
-        self.origin = origin  # a merged log's line number -> (file, line), for the evidence
         self.fps = spec["fingerprints"]
         self.patterns = [compile_pattern(fp["pattern"]) for fp in self.fps]
         self.nears = [compile_pattern(fp["near"]) if fp.get("near") else None for fp in self.fps]
@@ -300,7 +296,7 @@ class Matcher:
             lead = len(segment) - len(segment.lstrip())
             text = segment.strip()
             start, end = max(0, found.start() - lead), min(len(text), found.end() - lead)
-            ev = Evidence(self.file, number, rank_of(line), elide(text, start, end), text[start:end], self.origin(number) if self.origin else None)
+            ev = Evidence(self.file, number, rank_of(line), elide(text, start, end), text[start:end])
             if self.fps[i].get("rising") or self.fps[i].get("share_above"):
                 self._numeric(i, found, ev)
             else:

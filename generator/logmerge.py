@@ -16,19 +16,22 @@ The rules are data (`rankrules.MERGE_RULES`), shared with the browser engine
    never changed. One line of each file is held at a time, so memory is bounded by the number of
    files, not their length; line numbers are each file's own.
 
-`MergedLog` feeds the merged lines to one `diagnose.Matcher` (in chunks, with a map from the
-chunk's lines back to file and line for the evidence) and to one `ranks.RankScanner`.
+`MergedLog` feeds the merged lines to one `diagnose.Matcher`, in chunks, as if they were one
+log, and to one `ranks.RankScanner`, each line with its file. After each chunk it notes, for the
+evidence the matcher holds (kept or waiting for `near`), the file and line its merged line came
+from (a few hundred lines at most), so the matcher itself needs no change.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import heapq
+import itertools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from .diagnose import CHUNK, Match, Matcher, rank_hits
+from .diagnose import CHUNK, Evidence, Match, Matcher, rank_hits
 from .rankrules import MERGE_RULES
 from .ranks import LogSource, RankScanner, RankVerdict, initiating_rank
 
@@ -127,16 +130,13 @@ class MergedLog:
     def __init__(self, spec: dict[str, Any], sources: Sequence[LogSource]) -> None:
         self.spec = spec
         self.sources = list(sources)
-        self.matcher = Matcher(spec, "merged", origin=self._origin)
+        self.matcher = Matcher(spec, "merged")
         self.scanner = RankScanner(sources=self.sources)
         self._batch: list[bytes] = []
         self._where: list[tuple[int, int]] = []  # (source, line) of each line in the batch
         self._base = 0  # merged lines before the batch
         self._bytes = 0
-
-    def _origin(self, number: int) -> tuple[str, int]:
-        i, line = self._where[number - self._base - 1]
-        return self.sources[i].name, line
+        self._origins: dict[int, tuple[int, int]] = {}  # merged line of held evidence -> (source, line)
 
     def feed(self, index: int, number: int, line: bytes) -> None:
         self._batch.append(line)
@@ -149,23 +149,36 @@ class MergedLog:
         if self._batch:
             chunk = b"\n".join(self._batch) + b"\n"
             self.matcher.feed(chunk)
+            self._note_origins()
             self.scanner.feed_merged(chunk, self._batch, [(self.sources[i], n) for i, n in self._where])
             self._base += len(self._batch)
         self._batch, self._where, self._bytes = [], [], 0
 
+    def _note_origins(self) -> None:
+        """The file and line of every evidence line the matcher holds (its lines number the merged
+        log); those of evidence it dropped are dropped too, so this stays as small as the evidence."""
+        lo, hi = self._base, self._base + len(self._batch)
+        held: dict[int, tuple[int, int]] = {}
+        for st in self.matcher.state:
+            for e in itertools.chain(st.evidence, st.pending):
+                if e.line in self._origins:
+                    held[e.line] = self._origins[e.line]
+                elif lo < e.line <= hi:
+                    held[e.line] = self._where[e.line - lo - 1]
+        self._origins = held
+
     def close(self) -> None:
-        self._flush()
+        self._flush()  # every batch ends with its line's end: the matcher keeps nothing back to close
         self.matcher.close()
         self.scanner.close()
 
     def result(self, base_url: str = "") -> tuple[list[Match], RankVerdict | None]:
-        ranks = {s.name: s.rank for s in self.sources}
-        matches = [
-            dataclasses.replace(m, evidence=tuple(
-                dataclasses.replace(e, file=e.origin[0], line=e.origin[1], rank=e.rank if e.rank is not None else ranks.get(e.origin[0]))
-                if e.origin else e for e in m.evidence))
-            for m in rank_hits(self.spec, [self.matcher], base_url)
-        ]
+        def located(e: Evidence) -> Evidence:
+            i, line = self._origins[e.line]
+            src = self.sources[i]
+            return dataclasses.replace(e, file=src.name, line=line, rank=e.rank if e.rank is not None else src.rank)
+
+        matches = [dataclasses.replace(m, evidence=tuple(map(located, m.evidence))) for m in rank_hits(self.spec, [self.matcher], base_url)]
         return matches, initiating_rank(matches, self.scanner)
 
 

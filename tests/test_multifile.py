@@ -207,3 +207,15 @@ def test_cli_shows_the_line_that_names_the_rank_when_no_entry_matches(run_cli, s
     assert code == 1 and "No known failure matched this log." in out
     assert "Started on rank 4: the log names rank 4 as the one that never reached the collective" in out
     assert f"  {case / 'node0.log'}:13  RuntimeError: [Rank 0]: Ranks 4, 5, 6, 7 failed to pass monitoredBarrier" in out
+
+
+def test_evidence_keeps_its_file_and_line_across_matcher_batches(knowledge: Knowledge, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The merged lines reach the matcher in batches; evidence found in one batch (or waiting for
+    `near` into the next) keeps the file and line it came from."""
+    import generator.logmerge as logmerge
+
+    cases = [c for c in multi_cases() if c.name.startswith(("msswift", "funasr", "llamafactory"))]
+    whole = {c.name: diagnose_files(knowledge.spec, c.files())[:2] for c in cases}
+    monkeypatch.setattr(logmerge, "BATCH_LINES", 4)
+    for case in cases:
+        assert diagnose_files(knowledge.spec, case.files())[:2] == whole[case.name], case.name

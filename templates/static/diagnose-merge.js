@@ -1,6 +1,6 @@
 // Several log files (one per rank or node) -> one log in time order, each line with its origin:
 // the browser side of generator/logmerge.py, rule for rule, with the patterns it ships in the
-// matcher definition (spec.rules.merge); tests/test_multifile.py checks both engines agree.
+// matcher definition (spec.rules.ranks.merge); tests/test_multifile_browser.py checks both engines agree.
 /* exported mergeLogs, remapEvidence, logIdentity, naturalCompare */
 "use strict";
 
@@ -33,7 +33,7 @@ function logIdentity(M, name) {
 // Several texts -> { text, sources, file, line }: the merged log, each file's identity, and the
 // file index and line number of each merged line.
 function mergeLogs(spec, files) {
-  var M = spec.rules.merge;
+  var M = spec.rules.ranks.merge;
   var stampRx = new RegExp(M.timestamps.map(function (p) { return "(?:" + p + ")"; }).join("|"));
   var months = {};
   M.months.forEach(function (name, n) { months[name] = n + 1; });

@@ -8,7 +8,7 @@
 // `merged` (optional): several files merged by diagnose-merge.js; `text` is then its merged text.
 function initiatingRank(spec, text, matches, file, merged) {
   var R = spec.rules.ranks;
-  var hostPrefix = new RegExp(spec.rules.merge.host_prefix);
+  var hostPrefix = new RegExp(spec.rules.ranks.merge.host_prefix);
   var single = file === undefined ? "-" : file;
   var src = null, fileHosts = new Map(), seen = new Set();
   var sources = merged ? merged.sources : [];

@@ -33,7 +33,7 @@ self.onmessage = async function (ev) {
   try {
     var started = Date.now();
     if (msg.files && msg.files.length > 1) {
-      var max = msg.spec.rules.merge.max_files;
+      var max = msg.spec.rules.ranks.merge.max_files;
       if (msg.files.length > max) {
         self.postMessage({ error: msg.files.length + " files: more than the " + max + " one diagnosis merges. Choose the files of one job." });
         return;

@@ -174,7 +174,7 @@
   function runFiles(list, folder) {
     ready.then(function () {
       if (!spec) return;
-      var skip = new RegExp(spec.rules.merge.skip_names, "i");  // a folder's non-logs, as the terminal skips them
+      var skip = new RegExp(spec.rules.ranks.merge.skip_names, "i");  // a folder's non-logs, as the terminal skips them
       var files = folder ? list.filter(function (f) { return !skip.test(f.name.split("/").pop()); }) : list;
       if (files.length) run({ files: files, folder: Boolean(folder) });
       else status.textContent = "No log files in what was dropped.";
