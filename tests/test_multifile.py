@@ -219,3 +219,19 @@ def test_evidence_keeps_its_file_and_line_across_matcher_batches(knowledge: Know
     monkeypatch.setattr(logmerge, "BATCH_LINES", 4)
     for case in cases:
         assert diagnose_files(knowledge.spec, case.files())[:2] == whole[case.name], case.name
+
+
+def pdsh_files() -> list[tuple[str, bytes]]:
+    """DeepSpeed's multi-node runner (pdsh) prefixes each line with its host; one file per node."""
+    from test_ranks import enqueued, watchdog
+
+    a = [f"gpu1504: {watchdog(r, 1580)}" for r in (0, 1)] + [f"gpu1504: {enqueued(r, 1580, 1582, 1579)}" for r in (0, 1)]
+    b = [f"gpu1505: {watchdog(3, 1580)}", f"gpu1505: {enqueued(3, 1580, 1582, 1579)}", f"gpu1505: {enqueued(2, 1579, 1579, 1578)}"]
+    return [("out/launcher-node0.txt", ("\n".join(a) + "\n").encode()), ("out/launcher-node1.txt", ("\n".join(b) + "\n").encode())]
+
+
+def test_a_host_prefix_says_where_the_rank_runs(knowledge: Knowledge) -> None:
+    _, v, sources = diagnose_files(knowledge.spec, pdsh_files())
+    assert v is not None and (v.rank, v.host) == (2, "gpu1505") and "last enqueued work was 1579" in v.reason
+    assert v.lines[0][:2] == ("out/launcher-node1.txt", 3)
+    assert [s.label for s in sources] == ["node 0", "node 1"]
