@@ -48,7 +48,7 @@ function initiatingRank(spec, text, matches, file, merged) {
   if (lines.length && lines[lines.length - 1] === "") lines.pop();
   lines.forEach(function (raw, index) {
     var number = index + 1, m;
-    if (merged) {  // each merged line at its own file's line (generator/ranks.py: feed_line)
+    if (merged) {  // each merged line at its own file's line (generator/ranks.py: feed_merged)
       src = merged.sources[merged.file[index]];
       number = merged.line[index];
       seen.add(src.name);
