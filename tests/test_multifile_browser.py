@@ -46,3 +46,17 @@ def test_the_page_takes_several_files_and_shows_file_and_line(diagnose_page) -> 
     assert top.locator(".rank-lines").count() == 0  # the line that shows it is the evidence's first, shown once
     assert "slurm-88123_2.out:9 [rank 11]" in top.locator(".evidence").first.inner_text()
     assert "Root Cause (slurm-88123_0.out:27) names rank 0" in top.locator(".root-cause-note").inner_text()
+
+
+def test_dropping_several_files_merges_them(diagnose_page) -> None:
+    page = diagnose_page
+    case = MULTI_DIR / "adv_vllm_6042_culprit_file_empty"
+    files = [[p.name, p.read_text()] for p in sorted(case.glob("rank*.log"))]
+    page.evaluate("""files => {
+      const dt = new DataTransfer();
+      files.forEach(([name, text]) => dt.items.add(new File([text], name)));
+      document.querySelector("#drop-zone").dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }""", files)
+    wait_done(page)
+    assert "of 4 files merged in time order" in page.locator("#diagnose-status").inner_text()
+    assert "its log file rank3.log is empty" in page.locator(".started-rank").inner_text()
