@@ -107,20 +107,33 @@ def merged_lines(sources: Sequence[Iterable[bytes]]) -> Iterator[tuple[int, int,
     times = [-1] * len(iters)
     heap: list[tuple[int, int, int, bytes]] = []
 
-    def push(i: int) -> None:
-        for number, line in iters[i]:
-            t = stamp(line[: STAMP_CHARS * 4].decode("utf-8", "replace"))
-            if t is not None:
-                times[i] = t
-            heapq.heappush(heap, (times[i], i, number, line))
-            return
+    def timed(i: int, line: bytes) -> int:
+        t = stamp(line[: STAMP_CHARS * 4].decode("utf-8", "replace"))
+        if t is not None:
+            times[i] = t
+        return times[i]
 
-    for i in range(len(iters)):
-        push(i)
+    for i, it in enumerate(iters):
+        for number, line in it:
+            heap.append((timed(i, line), i, number, line))
+            break
+    heapq.heapify(heap)
     while heap:
         _, i, number, line = heapq.heappop(heap)
         yield i, number, line
-        push(i)
+        if not heap:  # the last file left: the rest of it in its order, no times needed
+            for number, line in iters[i]:
+                yield i, number, line
+            return
+        # The same file goes on while its next line comes before every other file's next one
+        # (what the heap would give next anyway), without a push and a pop per line.
+        for number, line in iters[i]:
+            t = timed(i, line)
+            if (t, i) < heap[0][:2]:
+                yield i, number, line
+                continue
+            heapq.heappush(heap, (t, i, number, line))
+            break
 
 
 class MergedLog:
@@ -150,7 +163,7 @@ class MergedLog:
             chunk = b"\n".join(self._batch) + b"\n"
             self.matcher.feed(chunk)
             self._note_origins()
-            self.scanner.feed_merged(chunk, self._batch, [(self.sources[i], n) for i, n in self._where])
+            self.scanner.feed_merged(chunk, self._batch, self._where, self.sources)
             self._base += len(self._batch)
         self._batch, self._where, self._bytes = [], [], 0
 

@@ -119,14 +119,15 @@ class RankScanner:
             self._chunk(self._carry + b"\n")
             self._carry = b""
 
-    def feed_merged(self, chunk: bytes, lines: list[bytes], where: list[tuple[LogSource, int]]) -> None:
-        """Lines of a merged log (logmerge.py), each at its own file and line (`where`); `chunk`
-        is the lines joined, where a few substring searches tell whether any line needs reading."""
-        self.seen.update(src.name for src, _ in where)
+    def feed_merged(self, chunk: bytes, lines: list[bytes], where: list[tuple[int, int]], sources: list[LogSource]) -> None:
+        """Lines of a merged log (logmerge.py), each at its own file and line (`where`: the index of
+        its file in `sources`, its line number); `chunk` is the lines joined, where a few substring
+        searches tell whether any line needs reading."""
+        self.seen.update(sources[i].name for i in {i for i, _ in where})
         if not (self._in_root or self._in_stalled or any(lit in chunk for lit in _LITERALS)):
             return
-        for raw, (src, number) in zip(lines, where):
-            self._src = src
+        for raw, (i, number) in zip(lines, where):
+            self._src = sources[i]
             if self._in_root or self._in_stalled or any(lit in raw for lit in _LITERALS):
                 self._line(number, _ANSI.sub("", raw.decode("utf-8", "replace")).rstrip("\r"))
 
