@@ -92,9 +92,13 @@ def test_a_files_rank_node_or_host_from_its_path(path: str, rank: int | None, la
     assert (src.rank, src.label) == (rank, label)
 
 
+NAMES = ["rank10.log", "rank2.log", "rank1.log", "node-1/rank0.log", "rank0.log", "rank02.log",
+         "run_20241130023319123456.log", "run_20241130023319123455.log"]  # digit runs past a double's precision
+
+
 def test_natural_order_of_names() -> None:
-    names = ["rank10.log", "rank2.log", "rank1.log", "node-1/rank0.log", "rank0.log"]
-    assert sorted(names, key=natural_key) == ["node-1/rank0.log", "rank0.log", "rank1.log", "rank2.log", "rank10.log"]
+    assert sorted(NAMES, key=natural_key) == ["node-1/rank0.log", "rank0.log", "rank1.log", "rank2.log", "rank02.log", "rank10.log",
+                                              "run_20241130023319123455.log", "run_20241130023319123456.log"]
 
 
 def test_merge_orders_by_time_keeps_each_files_order_and_line_numbers() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from browser import *  # noqa: F403
-from generator.logmerge import diagnose_files
+from generator.logmerge import diagnose_files, natural_key
 from test_diagnose_browser import diagnose_page, wait_done  # noqa: F401 (a fixture)
-from test_multifile import MULTI_DIR, multi_cases, pdsh_files, verdict_ok
+from test_multifile import MULTI_DIR, NAMES, multi_cases, pdsh_files, verdict_ok
 
 MERGE_AND_DIAGNOSE = """([files]) => {
   const spec = window.__spec;
@@ -29,6 +29,7 @@ def test_browser_engine_merges_and_names_the_same_rank_as_python(browser, site_u
         return py
 
     assert same("pdsh host prefixes", pdsh_files()).host == "gpu1505"
+    assert page.evaluate("names => names.slice().sort(naturalCompare)", NAMES) == sorted(NAMES, key=natural_key)
     rows = [(case.name, verdict_ok(case, same(case.name, case.files()))) for case in multi_cases()]
     print(f"\ninitiating rank named right in both engines: {sum(ok for _, ok in rows)}/{len(rows)}")
     assert all(ok for _, ok in rows), [name for name, ok in rows if not ok]

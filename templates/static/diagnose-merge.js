@@ -8,9 +8,10 @@
 function naturalCompare(a, b) {
   var pa = a.split(/(\d+)/), pb = b.split(/(\d+)/);
   for (var i = 0; i < Math.min(pa.length, pb.length); i++) {
-    if (i % 2) {
-      var na = parseInt(pa[i], 10), nb = parseInt(pb[i], 10);
-      if (na !== nb) return na - nb;
+    if (i % 2) {  // as numbers, exactly (a run of 20 digits is past a double): length, then digits
+      var na = pa[i].replace(/^0+/, ""), nb = pb[i].replace(/^0+/, "");
+      if (na.length !== nb.length) return na.length - nb.length;
+      if (na !== nb) return na < nb ? -1 : 1;
     } else if (pa[i] !== pb[i]) return pa[i] < pb[i] ? -1 : 1;
   }
   return pa.length - pb.length;
