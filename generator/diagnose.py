@@ -496,7 +496,7 @@ def _series_json(fp: dict[str, Any], file: str, s: Series) -> dict[str, Any]:
     return {
         "fingerprint": fp["id"], "file": file, "check": check,
         "metric": f"{metric} / {fp['of']}" if fp.get("of") else metric,
-        "points": [list(p) for p in s.points], "fired": [list(p) for p in s.fired],
+        "readings": s.seen, "points": [list(p) for p in s.points], "fired": [list(p) for p in s.fired],
     }
 
 

@@ -205,7 +205,8 @@ class Fingerprint(_Model):
     """Error text a real log shows for this failure; matched by `failpedia diagnose`."""
 
     pattern: Annotated[str, StringConstraints(min_length=4, max_length=500), AfterValidator(_clean_text)] | None = None
-    """A regular expression from the portable subset (see CONTRIBUTING.md): literals, escapes such as
+    """The error text as a regular expression (required unless `metric` is given), from the portable
+    subset (see CONTRIBUTING.md): literals, escapes such as
     `\\d \\w \\s \\b \\.`, classes `[...]`, groups `(...)`/`(?:...)`, `|`, and the quantifiers
     `? * + {m,n}`. No lookaround, backreferences, named groups or inline flags; no quantified group that
     contains another quantifier. Matched against one log line at a time, case-sensitively."""

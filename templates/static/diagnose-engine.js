@@ -189,7 +189,7 @@ function diagnoseText(spec, text, file) {
       var metric = fp.metric || "value";
       if (!series.has(fp.slug)) series.set(fp.slug, []);
       series.get(fp.slug).push({ fingerprint: fp.id, file: file, check: check, metric: fp.of ? metric + " / " + fp.of : metric,
-                                 points: st.series.points, fired: st.series.fired });
+                                 readings: st.series.seen, points: st.series.points, fired: st.series.fired });
     }
   });
   function cmp(a, b) { return a < b ? -1 : a > b ? 1 : 0; }
