@@ -106,7 +106,7 @@ def _can_print(out: TextIO, text: str) -> bool:
 
 
 def _number(v: float | None) -> str:
-    return "nan/inf" if v is None else f"{v:.4g}"
+    return "nan/inf" if v is None else f"{v:.6g}"
 
 
 def _series_lines(m: Match, indent: str, out: TextIO) -> None:

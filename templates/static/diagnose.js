@@ -60,19 +60,21 @@
     if (text !== undefined) e.textContent = text;
     return e;
   }
-  function fmt(v) { return v === null ? "nan/inf" : String(Number(v.toPrecision(4))); }
+  function fmt(v) { return v === null ? "nan/inf" : String(Number(v.toPrecision(6))); }
   function seriesChart(s) {
     var W = 320, H = 132, left = 46, right = 8, top = 12, bottom = 28;
     var pts = s.points;
     var finite = pts.filter(function (p) { return p[1] !== null; }).map(function (p) { return p[1]; });
     var lo = finite.length ? Math.min.apply(null, finite) : 0, hi = finite.length ? Math.max.apply(null, finite) : 1;
     var x0 = pts[0][0], x1 = pts[pts.length - 1][0];
+    var logScale = lo > 0 && hi / lo >= 100;  // a loss scale halving from 65536 to 1 reads on a log axis
+    function t(v) { return logScale ? Math.log(v) : v; }
     function x(line) { return left + (x1 === x0 ? 0.5 : (line - x0) / (x1 - x0)) * (W - left - right); }
-    function y(v) { return v === null ? top - 6 : top + (hi === lo ? 0.5 : (hi - v) / (hi - lo)) * (H - top - bottom); }
+    function y(v) { return v === null ? top - 6 : top + (hi === lo ? 0.5 : (t(hi) - t(v)) / (t(hi) - t(lo))) * (H - top - bottom); }
     var fired = s.fired.map(function (p) { return p[0]; });
     var label = s.metric + " over log lines " + x0 + " to " + x1 + " (" + s.readings + " readings): first " + fmt(pts[0][1]) +
       ", last " + fmt(pts[pts.length - 1][1]) + ", min " + fmt(lo) + ", max " + fmt(hi) + "; " + s.check + " fired at line" +
-      (fired.length > 1 ? "s " : " ") + fired.join(", ");
+      (fired.length > 1 ? "s " : " ") + fired.join(", ") + (logScale ? "; logarithmic value axis" : "");
     var root = svg("svg", { viewBox: "0 0 " + W + " " + H, class: "series-chart", role: "img", "aria-label": label, "data-fingerprint": s.fingerprint });
     root.appendChild(svg("title", {}, label));
     root.appendChild(svg("line", { class: "axis", x1: left, y1: top, x2: left, y2: H - bottom }));
@@ -81,16 +83,18 @@
     root.appendChild(svg("text", { x: left - 4, y: H - bottom, "text-anchor": "end" }, fmt(lo)));
     root.appendChild(svg("text", { x: left, y: H - bottom + 12, "text-anchor": "start" }, "line " + x0));
     root.appendChild(svg("text", { x: W - right, y: H - bottom + 12, "text-anchor": "end" }, "line " + x1));
-    root.appendChild(svg("text", { x: (left + W - right) / 2, y: H - 4, "text-anchor": "middle", class: "chart-name" }, s.metric));
+    root.appendChild(svg("text", { x: (left + W - right) / 2, y: H - 4, "text-anchor": "middle", class: "chart-name" }, s.metric + (logScale ? " (log scale)" : "")));
     var path = "";
     pts.forEach(function (p) {
       if (p[1] === null) { path += " "; return; }
       path += (path === "" || path.slice(-1) === " " ? "M" : "L") + x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1);
     });
     root.appendChild(svg("path", { class: "series", d: path.trim().replace(/ +/g, " ") }));
-    pts.forEach(function (p) {
-      if (p[1] === null) root.appendChild(svg("path", { class: "nonfinite", d: "M" + (x(p[0]) - 3).toFixed(1) + "," + (top - 9) + "l3,5l3,-5z" }));
+    var nonfinite = pts.filter(function (p) { return p[1] === null; });
+    nonfinite.forEach(function (p) {
+      root.appendChild(svg("path", { class: "nonfinite", d: "M" + (x(p[0]) - 3).toFixed(1) + "," + (top - 10) + "l3,5l3,-5z" }));
     });
+    if (nonfinite.length) root.appendChild(svg("text", { x: x(nonfinite[0][0]) - 6, y: top - 3, "text-anchor": "end" }, "nan/inf"));
     s.fired.forEach(function (p) {
       var c = svg("circle", { class: "fired", cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 3.5 });
       c.appendChild(svg("title", {}, "fired at line " + p[0] + ": " + fmt(p[1])));
