@@ -101,7 +101,8 @@ def variant_entries(factor: int, work: Path) -> Path:
         for k in range(1, factor):
             for fp in fps:
                 v = dict(fp)
-                v["pattern"] = f"{fp['pattern']}|zq{k}x{path.stem.replace('-', '')} marker"
+                if "pattern" in fp:  # a metric fingerprint is copied as it is: it reads the same lines
+                    v["pattern"] = f"{fp['pattern']}|zq{k}x{path.stem.replace('-', '')} marker"
                 extra.append(v)
         data["fingerprints"] = fps + extra
         path.write_text(yaml.safe_dump(data, sort_keys=False))

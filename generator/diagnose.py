@@ -38,13 +38,14 @@ import copy
 import dataclasses
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ahocorasick_rs import BytesAhoCorasick
 
-from .metrics import Series, metric_rules, read
+from .metrics import Reading, Series, metric_rules, read
 from .rankrules import RANK_RULES
 from .patterns import MAX_LINE, compile_pattern, plain_number, required_literals
 
@@ -299,25 +300,27 @@ class Matcher:
 
     def _match_line(self, number: int, line: str, targets: set[tuple[int, int]]) -> None:
         segments = _segments(line)
+        readings: dict[tuple[str, int], Reading | None] = {}  # a line's readings, shared by its metric fingerprints
         for i in sorted(i for kind, i in targets if kind == 0):
             fp = self.fps[i]
             if fp.get("metric"):
-                self._metric(i, number, line, segments)
+                self._metric(i, number, line, segments, readings)
                 continue
             found = next((m for m in map(self.patterns[i].search, segments) if m), None)
             if found is None:
                 continue
             ev = self._evidence(number, line, found.string, found.start(), found.end())
             if fp.get("rising") or fp.get("share_above"):
+                found_ev: Callable[[], Evidence] = partial(_same, ev)
                 groups = found.groups()
                 first = _number(groups[0] if groups else None)
                 if fp.get("rising"):
                     if first is not None:
-                        self._numeric(i, ev, first, True)
+                        self._numeric(i, number, first, True, found_ev)
                 else:
                     part = _number(groups[1] if len(groups) > 1 else None)
                     if first is not None and part is not None and first > 0:
-                        self._numeric(i, ev, part / first, True)
+                        self._numeric(i, number, part / first, True, found_ev)
             else:
                 self._hit(i, ev)
 
@@ -327,28 +330,37 @@ class Matcher:
         start, end = max(0, start - lead), min(len(text), end - lead)
         return Evidence(self.file, number, rank_of(line), elide(text, start, end), text[start:end])
 
-    def _metric(self, i: int, number: int, line: str, segments: list[str]) -> None:
+    def _metric(self, i: int, number: int, line: str, segments: list[str], readings: dict[tuple[str, int], Reading | None]) -> None:
         """A metric fingerprint: the reading of the first segment that has one (metrics.read)."""
         fp = self.fps[i]
-        for segment in segments:
-            got = read(fp["metric"], segment)
+
+        def reading(name: str, k: int) -> Reading | None:
+            if (name, k) not in readings:
+                readings[name, k] = read(name, segments[k])
+            return readings[name, k]
+
+        for k, segment in enumerate(segments):
+            got = reading(fp["metric"], k)
             if got is None:
                 continue
-            ev = self._evidence(number, line, segment, got.start, got.end)
+
+            def evidence(segment: str = segment, got: Reading = got) -> Evidence:  # built only when it fires
+                return self._evidence(number, line, segment, got.start, got.end)
+
             if fp.get("of"):
-                whole = read(fp["of"], segment)
+                whole = reading(fp["of"], k)
                 if got.value is not None and whole is not None and whole.value is not None and whole.value > 0:
-                    self._numeric(i, ev, got.value / whole.value, True)
+                    self._numeric(i, number, got.value / whole.value, True, evidence)
             else:
-                self._numeric(i, ev, got.value, got.value is not None)
+                self._numeric(i, number, got.value, got.value is not None, evidence)
             return
 
-    def _numeric(self, i: int, ev: Evidence, value: float | None, finite: bool) -> None:
+    def _numeric(self, i: int, number: int, value: float | None, finite: bool, evidence: Callable[[], Evidence]) -> None:
         """Rule 3b: a numeric fingerprint fires once its readings behave as declared. `value` is
-        the reading (share_above: the share), None when it is not finite."""
+        the reading on line `number` (share_above: the share), None when it is not finite."""
         fp, st = self.fps[i], self.state[i]
         assert st.series is not None
-        st.series.add(ev.line, value)
+        st.series.add(number, value)
         fired = False
         if fp.get("nonfinite"):
             if finite:
@@ -369,8 +381,8 @@ class Matcher:
             st.good += 1
             fired = st.good >= fp["times"]
         if fired:
-            st.series.fire(ev.line, value, EVIDENCE_PER_FINGERPRINT)
-            self._hit(i, ev)  # a metric fingerprint may still need its `near`
+            st.series.fire(number, value, EVIDENCE_PER_FINGERPRINT)
+            self._hit(i, evidence())  # a metric fingerprint may still need its `near`
 
     def _near_candidate(self, i: int, number: int, raw: bytes) -> None:
         """A line that holds one of `near`'s literals. Its regex runs only when a hit needs it:
@@ -483,6 +495,10 @@ def rank_hits(spec: dict[str, Any], matchers: Iterable[Matcher], base_url: str =
     role_order = {"initiating": 0, "candidate": 1, "collateral": 2}
     out.sort(key=lambda m: role_order[m.role])  # stable: score order stays within a role
     return out
+
+
+def _same(ev: Evidence) -> Evidence:
+    return ev
 
 
 def _numeric_fp(fp: dict[str, Any]) -> bool:

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "QUANTITIES", "SERIES_CAP", "Series", "metric_rules", "read", "sparkline", "spellings",
+    "QUANTITIES", "SERIES_CAP", "Reading", "Series", "metric_rules", "read", "sparkline", "spellings", "whole_key",
 ]
 
 # name → (kind, spellings). A spelling with " (ms)"-style unit in it is scaled by KEY_SCALE.
@@ -91,21 +91,36 @@ UNITS = {
     "memory": {"GiB": 1024.0, "GB": 1024.0, "G": 1024.0, "MiB": 1.0, "MB": 1.0, "M": 1.0, "KiB": 1 / 1024, "KB": 1 / 1024},
     "plain": {},
 }
-NOT_AFTER = ("val ", "Val ", "eval ", "Eval ", "test ", "Test ", "valid ", "Valid ")
+NOT_AFTER = ("val ", "Val ", "eval ", "Eval ", "test ", "Test ", "valid ", "Valid ")  # whole_key: each ends in a space
 NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|Infinity|infinity|inf|Inf|INF)"
 SERIES_CAP = 240
 
 
 def _pattern(kind: str, keys: tuple[str, ...]) -> str:
-    # Only ASCII classes and `[ \t]`: Python's re and JavaScript's RegExp read them alike.
+    # Only ASCII classes and `[ \t]`: Python's re and JavaScript's RegExp read them alike. The
+    # pattern starts with the keys, so both engines skip to a key's first letter quickly; rule 1's
+    # look-behind is `whole_key`'s, in code.
     alts = "|".join(re.escape(k) for k in sorted(keys, key=lambda k: (-len(k), k)))
-    guard = "".join(f"(?<!{re.escape(w)})" for w in NOT_AFTER)
     units = sorted(UNITS[kind], key=lambda u: (-len(u), u))
     unit = f"(?:[ ]?({'|'.join(units)}))?" if units else "()"
     return (
-        f"(?<![A-Za-z0-9_/.\\-]){guard}['\"]?({alts})['\"]?(?:[ \\t]*[:=][ \\t]*|[ \\t]+)\\[?[ \\t]*['\"]?"
+        f"({alts})['\"]?(?:[ \\t]*[:=][ \\t]*|[ \\t]+)\\[?[ \\t]*['\"]?"
         f"({NUMBER})['\"]?{unit}(?![A-Za-z0-9_.:/])"
     )
+
+
+KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_/.-")
+
+
+def whole_key(line: str, start: int) -> bool:
+    """Rule 1: whether the key at `start` is a whole key, not the end of a longer name or a
+    validation figure."""
+    if not start:
+        return True
+    before = line[start - 1]
+    if before in KEY_CHARS:
+        return False
+    return before != " " or not line.endswith(NOT_AFTER, 0, start)  # each word ends in a space
 
 
 PATTERNS = {name: _pattern(kind, keys) for name, (kind, keys) in QUANTITIES.items()}
@@ -125,6 +140,8 @@ def metric_rules() -> dict[str, Any]:
         "kinds": {name: kind for name, (kind, _) in QUANTITIES.items()},
         "units": UNITS,
         "key_scale": KEY_SCALE,
+        "key_chars": "".join(sorted(KEY_CHARS)),
+        "not_after": list(NOT_AFTER),
         "series_cap": SERIES_CAP,
     }
 
@@ -145,10 +162,17 @@ class Reading:
 
 
 def read(name: str, line: str) -> Reading | None:
-    """Rules 1-5: the quantity's reading on one line (segment), or None when it has none."""
+    """Rules 1-5: the quantity's reading on one line (segment), or None when it has none. A
+    match that is not a whole key is skipped by one character, so a key inside it still counts."""
+    rx = _COMPILED[name]
     last = None
-    for last in _COMPILED[name].finditer(line):
-        pass
+    pos = 0
+    while (m := rx.search(line, pos)) is not None:
+        if whole_key(line, m.start()):
+            last = m
+            pos = m.end()
+        else:
+            pos = m.start() + 1
     if last is None:
         return None
     return Reading(_value(name, last), last.start(), last.end())

@@ -59,8 +59,9 @@ class FingerprintHead(NamedTuple):
     def of_fingerprint(cls, fp: Fingerprint) -> "FingerprintHead":
         times = fp.times if fp.times is not None else DEFAULT_TIMES
         if fp.metric is not None:
-            return cls(PATTERNS[fp.metric], None, fp.window, fp.strength.value, STRENGTH_SCORE[fp.strength], fp.rising, fp.share_above,
-                       times, tuple(spellings(fp.metric)), (), fp.metric, fp.of, fp.falls_to, fp.nonfinite)
+            return cls(PATTERNS[fp.metric], fp.near, fp.window, fp.strength.value, STRENGTH_SCORE[fp.strength], fp.rising, fp.share_above,
+                       times, tuple(spellings(fp.metric)), tuple(required_literals(fp.near)) if fp.near else (),
+                       fp.metric, fp.of, fp.falls_to, fp.nonfinite)
         assert fp.pattern is not None  # validation: a fingerprint has a pattern or a metric
         return cls(fp.pattern, fp.near, fp.window, fp.strength.value, STRENGTH_SCORE[fp.strength], fp.rising, fp.share_above, times,
                    tuple(required_literals(fp.pattern)), tuple(required_literals(fp.near)) if fp.near else ())
@@ -269,10 +270,6 @@ def _check_fingerprints(entry: Entry, loaded: Loaded, path: str) -> list[Problem
         if shape:
             out.append(Problem(path, where[0], where[1], f"fingerprints[{i}]: {shape}"))
             continue
-        if fp.metric is not None:
-            out.extend(_check_metric_examples(fp, i, loaded, path))
-            continue
-        assert fp.pattern is not None  # _check_shape: a pattern or a metric
         bad = False
         for name in ("pattern", "near"):
             text = getattr(fp, name)
@@ -290,6 +287,10 @@ def _check_fingerprints(entry: Entry, loaded: Loaded, path: str) -> list[Problem
                 out.append(Problem(path, line, col, f"fingerprints[{i}].{name}: {why}"))
         if bad:
             continue
+        if fp.metric is not None:
+            out.extend(_check_metric_examples(fp, i, loaded, path))
+            continue
+        assert fp.pattern is not None  # _check_shape: a pattern or a metric
         rx = compile_pattern(fp.pattern)
         numeric = _check_numeric(fp, rx.groups)
         if numeric:

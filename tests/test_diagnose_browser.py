@@ -122,7 +122,7 @@ def test_a_fired_numeric_fingerprint_is_drawn_as_a_chart_readable_on_a_dark_phon
     assert label.startswith("grad_norm over log lines 1 to 12 (12 readings)") and "rising fired at lines 10, 11, 12" in label
     assert chart.locator("title").first.text_content() == label
     texts = chart.locator("text").all_text_contents()
-    assert "27.14" in texts and "1" in texts and "line 1" in texts and "line 12" in texts
+    assert "27.144" in texts and "1" in texts and "line 1" in texts and "line 12" in texts
     assert chart.locator("circle.fired").count() == 3
     box = chart.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 360

@@ -131,6 +131,15 @@ def test_each_numeric_fingerprint_fires_on_six_formats_and_not_on_healthy_runs(s
     assert set(formats) == set(SLUG) and all(len(f) >= 6 for f in formats.values()), formats
 
 
+def test_a_nan_loss_names_fp16_overflow_only_with_fp16_nearby(spec, tmp_path: Path) -> None:
+    fires = METRIC_DIR / "loss--hf-trainer--fires.log"
+    bare = tmp_path / "no-fp16.log"
+    bare.write_text("".join(fires.read_text().splitlines(keepends=True)[1:]))  # without its fp16 line
+    with_fp16, without = diagnose_all(spec, [fires, bare])
+    assert with_fp16[0].slug == "nan-loss-fp16-overflow"
+    assert "nan-loss-fp16-overflow" not in [m.slug for m in without]
+
+
 def _entry_with(tmp_path: Path, **fp) -> Path:
     files = sample_files()
     files["memory/gpu-oom.yaml"] = valid_entry(title="GPU OOM", related=["ddp-oom"], fingerprints=[{"strength": "strong", **fp}])
@@ -179,3 +188,17 @@ def test_the_sparkline_is_ascii_where_stdout_cannot_print_blocks() -> None:
     out.flush()
     text = out.buffer.getvalue().decode("ascii")  # type: ignore[attr-defined]
     assert "grad_norm over lines 1-3" in text and "first 1, last 3, max 3" in text
+
+
+@pytest.mark.parametrize("log, first", [
+    ("trainer-worker-0   0/1     OOMKilled   2 (30s ago)   4m12s\n", "host-oom-killer"),  # kubectl get pods
+    ('        "reason": "OOMKilled",\n', "host-oom-killer"),  # kubectl get pod -o json
+    ("srun: error: gpu-node-12: task 0: Out Of Memory\n", "host-oom-killer"),
+    ("step 100 loss 2.31\nKilled\n", None),  # the shell's line alone: any kill -9 prints it (supporting)
+    ("Killed\n[1234567.890123] Out of memory: Killed process 48213 (python) total-vm:98303152kB, anon-rss:61530124kB\n", "host-oom-killer"),
+])
+def test_container_and_scheduler_kills_count_for_the_host_oom_killer(spec, tmp_path: Path, log, first) -> None:
+    path = tmp_path / "kill.log"
+    path.write_text(log)
+    got = [m.slug for m in diagnose_all(spec, [path])[0]]
+    assert (got[0] if got else None) == first, got

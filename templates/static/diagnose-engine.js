@@ -143,15 +143,21 @@ function diagnoseText(spec, text, file) {
       var from = Math.max(0, start - lead), to = Math.min(trimmed.length, end - lead);
       return { file: file, line: number, rank: rank, text: elide(trimmed, from, to), matched: trimmed.slice(from, to) };
     }
+    var readings = new Map();  // a line's readings, shared by its metric fingerprints
+    function reading(name, k) {
+      var key = name + "\u0000" + k;
+      if (!readings.has(key)) readings.set(key, readMetric(name, segments[k]));
+      return readings.get(key);
+    }
     patIdx.forEach(function (i) {
       var fp = fps[i];
       if (fp.metric) {  // the reading of the first segment that has one
         for (var s = 0; s < segments.length; s++) {
-          var got = readMetric(fp.metric, segments[s]);
+          var got = reading(fp.metric, s);
           if (got === null) continue;
           var mev = evidenceOf(segments[s], got.start, got.end);
           if (fp.of) {
-            var whole = readMetric(fp.of, segments[s]);
+            var whole = reading(fp.of, s);
             if (got.value !== null && whole !== null && whole.value !== null && whole.value > 0) onNumeric(i, mev, got.value / whole.value, true);
           } else {
             onNumeric(i, mev, got.value, got.value !== null);

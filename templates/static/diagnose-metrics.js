@@ -8,11 +8,22 @@
 function metricReader(rules) {
   var compiled = {};
   Object.keys(rules.patterns).forEach(function (name) { compiled[name] = new RegExp(rules.patterns[name], "g"); });
+  var keyChars = new Set(rules.key_chars.split(""));
+  // Rule 1: a whole key, not the end of a longer name or a validation figure (metrics.whole_key).
+  function wholeKey(line, start) {
+    if (!start) return true;
+    var before = line.charAt(start - 1);
+    if (keyChars.has(before)) return false;
+    return before !== " " || !rules.not_after.some(function (w) { return start >= w.length && line.slice(start - w.length, start) === w; });
+  }
   return function read(name, line) {
     var rx = compiled[name];
-    rx.lastIndex = 0;
     var m, last = null;
-    while ((m = rx.exec(line)) !== null) last = m;  // rule 4: the last reading of the line
+    rx.lastIndex = 0;
+    while ((m = rx.exec(line)) !== null) {  // rule 4: the last reading of the line
+      if (wholeKey(line, m.index)) { last = m; rx.lastIndex = m.index + m[0].length; }
+      else rx.lastIndex = m.index + 1;
+    }
     if (last === null) return null;
     var key = last[1], number = last[2], unit = last[3];
     var value = null;
