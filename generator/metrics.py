@@ -92,14 +92,14 @@ UNITS = {
     "plain": {},
 }
 NOT_AFTER = ("val ", "Val ", "eval ", "Eval ", "test ", "Test ", "valid ", "Valid ")  # whole_key: each ends in a space
-NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|Infinity|infinity|inf|Inf|INF)"
+NUMBER = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?(?:nan|NaN|NAN|Infinity|infinity|inf|Inf|INF)"
 SERIES_CAP = 240
 
 
 def _pattern(kind: str, keys: tuple[str, ...]) -> str:
-    # Only ASCII classes and `[ \t]`: Python's re and JavaScript's RegExp read them alike. The
-    # pattern starts with the keys, so both engines skip to a key's first letter quickly; rule 1's
-    # look-behind is `whole_key`'s, in code.
+    # Only ASCII classes (`[0-9]`, not `\d`) and `[ \t]`: Python's re and JavaScript's RegExp read
+    # them alike. The pattern starts with the keys, so both engines skip to a key's first letter
+    # quickly; rule 1's look-behind is `whole_key`'s, in code.
     alts = "|".join(re.escape(k) for k in sorted(keys, key=lambda k: (-len(k), k)))
     units = sorted(UNITS[kind], key=lambda u: (-len(u), u))
     unit = f"(?:[ ]?({'|'.join(units)}))?" if units else "()"
