@@ -384,6 +384,8 @@ def fingerprint_scores(catalog: Catalog, text: str) -> dict[str, tuple[int, bool
     for slug, rec in catalog.records.items():
         scores = []
         for fp in rec.head.fingerprints:
+            if fp.metric:  # a metric line (loss: 2.3) says nothing on its own; diagnose reads its trend
+                continue
             pattern = compile_pattern(fp.pattern)
             hits = [i for i, line in enumerate(lines) if pattern.search(line)]
             if not hits:

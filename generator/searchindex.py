@@ -187,6 +187,8 @@ def fingerprint_files(catalog: Catalog) -> tuple[int, list[tuple[str, str]]]:
     covers: dict[str, tuple[str, ...]] = {}
     for slug, rec in catalog.records.items():
         for fp in rec.head.fingerprints:
+            if fp.metric:  # as search.fingerprint_scores: a metric line alone names no failure
+                continue
             owners.setdefault((fp.pattern, fp.near or "", fp.window, fp.score), []).append(ids[slug])
             covers[fp.pattern] = fp.literals
     fps: list[tuple[list[Any], list[str] | None]] = [([sorted(set(docs)), *key], _anchors(covers[key[0]])) for key, docs in sorted(owners.items())]

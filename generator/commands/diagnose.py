@@ -18,6 +18,7 @@ from typing import Any, BinaryIO, TextIO
 from ..config import load_config
 from ..diagnose import CHUNK, EVIDENCE_CHARS, Match, Matcher, matcher_spec, rank_hits
 from ..load import shown
+from ..metrics import SPARK, sparkline
 from ..locate import Encyclopedia, locate
 from ..logmerge import MAX_FILES, SKIP_NAMES, MergedLog, identify, merged_lines, natural_key
 from ..problems import BuildFailed, SetupError, UsageError
@@ -147,6 +148,33 @@ def _evidence_lines(m: Match, indent: str, out: TextIO) -> None:
         print(f"{indent}{shown(e.file, 1000)}:{e.line}{rank}  {shown(e.text, EVIDENCE_CHARS)}", file=out)
 
 
+def _can_print(out: TextIO, text: str) -> bool:
+    try:
+        text.encode(getattr(out, "encoding", None) or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def _number(v: float | None) -> str:
+    return "nan/inf" if v is None else f"{v:.6g}"
+
+
+def _series_lines(m: Match, indent: str, out: TextIO) -> None:
+    """The readings of each numeric fingerprint that fired, as a one-line sparkline."""
+    ascii_only = not _can_print(out, SPARK)
+    for s in m.series:
+        points = s["points"]
+        values = [p[1] for p in points]
+        finite = [v for v in values if v is not None]
+        fired = ", ".join(str(p[0]) for p in s["fired"])
+        shown_of = f"{len(points)} of {s['readings']}" if s["readings"] > len(points) else str(len(points))
+        print(f"{indent}{s['metric']} over lines {points[0][0]}-{points[-1][0]} ({shown_of} readings; {s['check']} fired at line"
+              f"{'s' * (len(s['fired']) > 1)} {fired}):", file=out)
+        print(f"{indent}  {sparkline(values, ascii_only=ascii_only)}  first {_number(values[0])}, last {_number(values[-1])}, "
+              f"max {_number(max(finite) if finite else None)}", file=out)
+
+
 def _print_text(matches: list[Match], top: int, out: TextIO, spec: dict[str, Any] | None = None,
                 page: Callable[[str], Path | None] | None = None, verdict: RankVerdict | None = None, several: bool = False) -> None:
     """The answer first (with its quick answer, fix and first steps), the failures it caused under
@@ -173,6 +201,7 @@ def _print_text(matches: list[Match], top: int, out: TextIO, spec: dict[str, Any
     print(f"   Read: {_where(local)}  (online: {answer.url})" if local else f"   Read: {answer.url}", file=out)
     print("   Evidence:", file=out)
     _evidence_lines(answer, "     ", out)
+    _series_lines(answer, "     ", out)
     for m in shown_matches[1:]:
         if m.tied_with == answer.slug and m.evidence and answer.evidence:
             at = f"{shown(answer.evidence[0].file, 1000)}:" if several else ""
@@ -193,6 +222,7 @@ def _print_text(matches: list[Match], top: int, out: TextIO, spec: dict[str, Any
             print(f"{n}. {m.title}  [also possible, {m.certainty} match]", file=out)
             print(f"   {m.url}", file=out)
             _evidence_lines(m, "   ", out)
+            _series_lines(m, "   ", out)
     used = sorted({m.certainty for m in shown_matches})
     print("(" + "; ".join(CERTAINTY[c] for c in used) + ")", file=out)
 

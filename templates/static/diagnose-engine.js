@@ -2,6 +2,7 @@
 // top of generator/diagnose.py, on the same matcher definition (/api/fingerprints.json);
 // tests/test_diagnose_browser.py checks that both engines rank every test log the same way.
 /* exported diagnoseText, rankPrefix */
+/* global metricReader, MetricSeries */
 "use strict";
 
 // The rank a line's prefix names ([rank3]:, [default3]:, "3: ", [1,3]<stdout>:), or null;
@@ -22,23 +23,40 @@ function diagnoseText(spec, text, file) {
   var rankRes = rules.rank_patterns.map(function (p) { return new RegExp(p); });
   var patterns = fps.map(function (fp) { return new RegExp(fp.pattern); });
   var nears = fps.map(function (fp) { return fp.near ? new RegExp(fp.near) : null; });
-  var state = fps.map(function () { return { count: 0, near: false, evidence: [], lastNear: -1e12, pending: [], previous: null, streak: 0, good: 0 }; });
+  function isNumeric(fp) { return Boolean(fp.rising || fp.share_above || (fp.falls_to !== null && fp.falls_to !== undefined) || fp.nonfinite); }
+  var state = fps.map(function (fp) {
+    return { count: 0, near: false, evidence: [], lastNear: -1e12, pending: [], previous: null, streak: 0, good: 0,
+             series: isNumeric(fp) ? new MetricSeries(rules.metrics.series_cap) : null };
+  });
+  var readMetric = metricReader(rules.metrics);
   var plainNumber = /^-?\d+(?:\.\d+)?$/;
   function toNumber(text) { return typeof text === "string" && plainNumber.test(text) ? parseFloat(text) : null; }
-  function onNumeric(i, m, ev) {
-    var fp = fps[i], st = state[i];
-    if (fp.rising) {
-      var value = toNumber(m[1]);
-      if (value === null) return;
+  // Rule 3b: a numeric fingerprint fires once its readings behave as declared (value: the
+  // reading, or the share for share_above; null when it is not finite).
+  function onNumeric(i, ev, value, finite) {
+    var fp = fps[i], st = state[i], fired = false;
+    st.series.add(ev.line, value);
+    if (fp.nonfinite) {
+      if (finite) st.good += 1;
+      fired = !finite && st.good > 0;
+    } else if (value === null) {
+      return;
+    } else if (fp.rising) {
       st.streak = st.previous !== null && value > st.previous ? st.streak + 1 : 1;
       st.previous = value;
-      if (st.streak >= fp.times) confirm(i, ev, false);
-      return;
+      fired = st.streak >= fp.times;
+    } else if (fp.falls_to !== null && fp.falls_to !== undefined) {
+      if (st.previous !== null && value < st.previous) st.streak += 1;
+      st.previous = value;
+      fired = st.streak >= fp.times && value <= fp.falls_to;
+    } else if (value >= fp.share_above) {
+      st.good += 1;
+      fired = st.good >= fp.times;
     }
-    var whole = toNumber(m[1]), part = toNumber(m[2]);
-    if (whole === null || part === null || whole <= 0 || part / whole < fp.share_above) return;
-    st.good += 1;
-    if (st.good >= fp.times) confirm(i, ev, false);
+    if (fired) {
+      st.series.fire(ev.line, value, rules.evidence_per_fingerprint);
+      onHit(i, ev);  // a metric fingerprint may still need its `near`
+    }
   }
 
   // literal -> [[kind, fp index]]
@@ -119,28 +137,66 @@ function diagnoseText(spec, text, file) {
       var rx = nears[i];
       if (rx && segments.some(function (s) { return rx.test(s); })) onNear(i, number);
     });
+    function evidenceOf(segment, start, end) {
+      var lead = segment.length - segment.replace(/^\s+/, "").length;
+      var trimmed = segment.trim();
+      var from = Math.max(0, start - lead), to = Math.min(trimmed.length, end - lead);
+      return { file: file, line: number, rank: rank, text: elide(trimmed, from, to), matched: trimmed.slice(from, to) };
+    }
+    var readings = new Map();  // a line's readings, shared by its metric fingerprints
+    function reading(name, k) {
+      var key = name + "\u0000" + k;
+      if (!readings.has(key)) readings.set(key, readMetric(name, segments[k]));
+      return readings.get(key);
+    }
     patIdx.forEach(function (i) {
+      var fp = fps[i];
+      if (fp.metric) {  // the reading of the first segment that has one
+        for (var s = 0; s < segments.length; s++) {
+          var got = reading(fp.metric, s);
+          if (got === null) continue;
+          var mev = evidenceOf(segments[s], got.start, got.end);
+          if (fp.of) {
+            var whole = reading(fp.of, s);
+            if (got.value !== null && whole !== null && whole.value !== null && whole.value > 0) onNumeric(i, mev, got.value / whole.value, true);
+          } else {
+            onNumeric(i, mev, got.value, got.value !== null);
+          }
+          return;
+        }
+        return;
+      }
       var found = null;
       for (var k = 0; k < segments.length && !found; k++) found = patterns[i].exec(segments[k]);
       if (!found) return;
-      var segment = found.input;
-      var lead = segment.length - segment.replace(/^\s+/, "").length;
-      var trimmed = segment.trim();
-      var from = Math.max(0, found.index - lead), to = Math.min(trimmed.length, found.index + found[0].length - lead);
-      var ev = { file: file, line: number, rank: rank, text: elide(trimmed, from, to), matched: trimmed.slice(from, to) };
-      if (fps[i].rising || fps[i].share_above) onNumeric(i, found, ev);
-      else onHit(i, ev);
+      var ev = evidenceOf(found.input, found.index, found.index + found[0].length);
+      if (fp.rising || fp.share_above) {
+        var first = toNumber(found[1]);
+        if (fp.rising) { if (first !== null) onNumeric(i, ev, first, true); }
+        else {
+          var part = toNumber(found[2]);
+          if (first !== null && part !== null && first > 0) onNumeric(i, ev, part / first, true);
+        }
+      } else onHit(i, ev);
     });
   });
 
   // Rules 4 and 5: score and rank.
-  var score = new Map(), evidence = new Map();
+  var score = new Map(), evidence = new Map(), series = new Map();
+  var CHECKS = ["rising", "share_above", "falls_to", "nonfinite"];
   fps.forEach(function (fp, i) {
     var st = state[i];
     if (!st.count) return;
     score.set(fp.slug, (score.get(fp.slug) || 0) + fp.score + (st.near ? rules.near_bonus : 0));
     if (!evidence.has(fp.slug)) evidence.set(fp.slug, []);
     Array.prototype.push.apply(evidence.get(fp.slug), st.evidence);
+    if (st.series) {  // as diagnose._series_json
+      var check = CHECKS.filter(function (c) { return fp[c] !== null && fp[c] !== undefined && fp[c] !== false; })[0];
+      var metric = fp.metric || "value";
+      if (!series.has(fp.slug)) series.set(fp.slug, []);
+      series.get(fp.slug).push({ fingerprint: fp.id, file: file, check: check, metric: fp.of ? metric + " / " + fp.of : metric,
+                                 readings: st.series.seen, points: st.series.points, fired: st.series.fired });
+    }
   });
   function cmp(a, b) { return a < b ? -1 : a > b ? 1 : 0; }
   // Of two rows of one line, the one whose fingerprint matched more of it.
@@ -174,7 +230,8 @@ function diagnoseText(spec, text, file) {
     var above = n ? candidates[n - 1] : null;
     var tied = above && above.score === c.score && above.evidence[0].line === c.evidence[0].line ? above.slug : null;
     return { slug: c.slug, title: e.title, url: e.url, confidence: Math.round(Math.min(1, c.score / 10) * 100) / 100,
-             certainty: c.score >= 10 ? "definitive" : "strong", role: role, score: c.score, tied_with: tied, evidence: c.evidence, _n: n };
+             certainty: c.score >= 10 ? "definitive" : "strong", role: role, score: c.score, tied_with: tied, evidence: c.evidence,
+             series: series.get(c.slug) || [], _n: n };
   });
   out.sort(function (a, b) { return order[a.role] - order[b.role] || a._n - b._n; });
   out.forEach(function (m) { delete m._n; });

@@ -1,7 +1,7 @@
 // Web Worker: matching runs here so a 50 MB log does not freeze the page.
 /* global diagnoseText, initiatingRank, mergeLogs, remapEvidence */
 "use strict";
-importScripts("diagnose-engine.js", "diagnose-ranks.js", "diagnose-merge.js");
+importScripts("diagnose-metrics.js", "diagnose-engine.js", "diagnose-ranks.js", "diagnose-merge.js");
 
 async function readText(file) {
   var head = new Uint8Array(await file.slice(0, 2).arrayBuffer());

@@ -53,6 +53,64 @@
     return pre;
   }
 
+  // A fired numeric fingerprint's readings (m.series, the same from both engines) as an inline
+  // SVG chart: values over log lines, min/max on the axes, the lines that fired marked, non-finite
+  // readings (nan, inf) as marks along the top. Colours come from the site's CSS variables.
+  var SVG = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, text) {
+    var e = document.createElementNS(SVG, tag);
+    Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function fmt(v) { return v === null ? "nan/inf" : String(Number(v.toPrecision(6))); }
+  function seriesChart(s) {
+    var W = 320, H = 132, left = 46, right = 8, top = 12, bottom = 28;
+    var pts = s.points;
+    var finite = pts.filter(function (p) { return p[1] !== null; }).map(function (p) { return p[1]; });
+    var lo = finite.length ? Math.min.apply(null, finite) : 0, hi = finite.length ? Math.max.apply(null, finite) : 1;
+    var x0 = pts[0][0], x1 = pts[pts.length - 1][0];
+    var logScale = lo > 0 && hi / lo >= 100;  // a loss scale halving from 65536 to 1 reads on a log axis
+    function t(v) { return logScale ? Math.log(v) : v; }
+    function x(line) { return left + (x1 === x0 ? 0.5 : (line - x0) / (x1 - x0)) * (W - left - right); }
+    function y(v) { return v === null ? top - 6 : top + (hi === lo ? 0.5 : (t(hi) - t(v)) / (t(hi) - t(lo))) * (H - top - bottom); }
+    var fired = s.fired.map(function (p) { return p[0]; });
+    var label = s.metric + " over log lines " + x0 + " to " + x1 + " (" + s.readings + " readings): first " + fmt(pts[0][1]) +
+      ", last " + fmt(pts[pts.length - 1][1]) + ", min " + fmt(lo) + ", max " + fmt(hi) + "; " + s.check + " fired at line" +
+      (fired.length > 1 ? "s " : " ") + fired.join(", ") + (logScale ? "; logarithmic value axis" : "");
+    var root = svg("svg", { viewBox: "0 0 " + W + " " + H, class: "series-chart", role: "img", "aria-label": label, "data-fingerprint": s.fingerprint });
+    root.appendChild(svg("title", {}, label));
+    root.appendChild(svg("line", { class: "axis", x1: left, y1: top, x2: left, y2: H - bottom }));
+    root.appendChild(svg("line", { class: "axis", x1: left, y1: H - bottom, x2: W - right, y2: H - bottom }));
+    root.appendChild(svg("text", { x: left - 4, y: top + 4, "text-anchor": "end" }, fmt(hi)));
+    root.appendChild(svg("text", { x: left - 4, y: H - bottom, "text-anchor": "end" }, fmt(lo)));
+    root.appendChild(svg("text", { x: left, y: H - bottom + 12, "text-anchor": "start" }, "line " + x0));
+    root.appendChild(svg("text", { x: W - right, y: H - bottom + 12, "text-anchor": "end" }, "line " + x1));
+    root.appendChild(svg("text", { x: (left + W - right) / 2, y: H - 4, "text-anchor": "middle", class: "chart-name" }, s.metric + (logScale ? " (log scale)" : "")));
+    var path = "";
+    pts.forEach(function (p) {
+      if (p[1] === null) { path += " "; return; }
+      path += (path === "" || path.slice(-1) === " " ? "M" : "L") + x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1);
+    });
+    root.appendChild(svg("path", { class: "series", d: path.trim().replace(/ +/g, " ") }));
+    var nonfinite = pts.filter(function (p) { return p[1] === null; });
+    nonfinite.forEach(function (p) {
+      root.appendChild(svg("path", { class: "nonfinite", d: "M" + (x(p[0]) - 3).toFixed(1) + "," + (top - 10) + "l3,5l3,-5z" }));
+    });
+    if (nonfinite.length) root.appendChild(svg("text", { x: x(nonfinite[0][0]) - 6, y: top - 3, "text-anchor": "end" }, "nan/inf"));
+    s.fired.forEach(function (p) {
+      var c = svg("circle", { class: "fired", cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: 3.5 });
+      c.appendChild(svg("title", {}, "fired at line " + p[0] + ": " + fmt(p[1])));
+      root.appendChild(c);
+    });
+    return root;
+  }
+  function seriesBlock(m) {
+    var box = el("div", "series-charts");
+    m.series.slice(0, 3).forEach(function (s) { box.appendChild(seriesChart(s)); });
+    return box;
+  }
+
   function matchItem(m, label) {
     var li = el("li", "match");
     li.setAttribute("data-slug", m.slug);
@@ -65,6 +123,7 @@
     meta.title = CERTAINTY[m.certainty];
     li.appendChild(meta);
     li.appendChild(evidenceBlock(m));
+    if (m.series.length) li.appendChild(seriesBlock(m));
     return li;
   }
 
@@ -134,6 +193,7 @@
     }
     box.appendChild(el("p", "evidence-title", "Evidence"));
     box.appendChild(evidenceBlock(top));
+    if (top.series.length) box.appendChild(seriesBlock(top));
     matches.slice(1).forEach(function (m) {
       if (m.tied_with !== top.slug) return;
       box.appendChild(el("p", "tie", "Why not " + m.title + "? It matches the same " + where(top.evidence[0].file, top.evidence[0].line) +
