@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import shutil
 import sys
 from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from generator.markdown import XREF_RE  # noqa: E402
+from generator.schema import Entry  # noqa: E402
+
+SUMMARY_MAX = next(m.max_length for m in Entry.model_fields["summary"].metadata if getattr(m, "max_length", None))
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -61,11 +67,33 @@ def make_corpus(source: Path, count: int, out: Path, seed: int = 1) -> int:
         category, slug, data = seeds[i % len(seeds)]
         plan.append((category, f"{slug}-{i:06d}" if count > len(seeds) or i >= len(seeds) else slug, data))
     slugs = [s for _, s, _ in plan]
+    # `[[slug]]` in a seed's text names another seed: point it at that seed's first clone, or
+    # write the slug as plain text when the corpus is too small to hold one.
+    first_clone = {seed: slugs[k] if k < count else None for k, (_, seed, _) in enumerate(seeds)}
+
+    def _relinked(m: re.Match[str]) -> str:
+        if m[1] not in first_clone:  # not an entry's name (e.g. Docker's `[[gpu]]` in a log line)
+            return m[0]
+        clone = first_clone[m[1]]
+        return f"[[{clone}]]" if clone else m[1]
+
+    def relink(value: object) -> object:
+        if isinstance(value, str):
+            return XREF_RE.sub(_relinked, value)
+        if isinstance(value, list):
+            return [relink(v) for v in value]
+        if isinstance(value, dict):
+            return {k: relink(v) for k, v in value.items()}
+        return value
+
     for i, (category, slug, data) in enumerate(plan):
-        entry = dict(data)
+        entry = relink(data)
+        assert isinstance(entry, dict)
         entry["title"] = f"{data['title']} (case {i})"
-        entry["summary"] = data["summary"] + f" Seen in synthetic case {i}."
-        entry["mechanism"] = data["mechanism"] + f"\n\nSynthetic variant {i}: the same mechanism, reported from another cluster.\n"
+        suffix = f" Seen in synthetic case {i}."
+        if len(entry["summary"]) + len(suffix) <= SUMMARY_MAX:
+            entry["summary"] += suffix
+        entry["mechanism"] = entry["mechanism"] + f"\n\nSynthetic variant {i}: the same mechanism, reported from another cluster.\n"
         n_tags = rnd.randint(3, 7)
         picked = set(data["tags"][:2])
         while len(picked) < n_tags:
@@ -74,10 +102,10 @@ def make_corpus(source: Path, count: int, out: Path, seed: int = 1) -> int:
         others = rnd.sample(range(count), k=min(count, 4))
         entry["related"] = sorted({slugs[j] for j in others if j != i})[:3] or []
         entry["often_causes"] = [slugs[(i + 1) % count]] if rnd.random() < 0.2 and count > 1 else []
-        faq = list(data.get("faq", []))
+        faq = list(entry.get("faq", []))
         rnd.shuffle(faq)
         entry["faq"] = faq
-        entry["fingerprints"] = [_unique(fp, i, k) for k, fp in enumerate(data.get("fingerprints", []))]
+        entry["fingerprints"] = [_unique(fp, i, k) for k, fp in enumerate(entry.get("fingerprints", []))]
         folder = out / category
         folder.mkdir(exist_ok=True)
         (folder / f"{slug}.yaml").write_text(yaml.dump(entry, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8")

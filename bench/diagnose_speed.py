@@ -105,7 +105,8 @@ def variant_entries(factor: int, work: Path) -> Path:
         for k in range(1, factor):
             for fp in fps:
                 v = dict(fp)
-                v["pattern"] = f"{fp['pattern']}|zq{k}x{path.stem.replace('-', '')} marker"
+                if "pattern" in fp:  # a metric fingerprint is copied as it is: it reads the same lines
+                    v["pattern"] = f"{fp['pattern']}|zq{k}x{path.stem.replace('-', '')} marker"
                 extra.append(v)
         data["fingerprints"] = fps + extra
         path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -120,8 +121,18 @@ def patterns_of(entries: Path) -> list[str]:
     except Exception:  # the 10x copy exceeds the schema's 20-fingerprint limit: read it raw
         import yaml
 
-        return [fp["pattern"] for p in sorted(entries.glob("*/*.yaml")) for fp in yaml.safe_load(p.read_text()).get("fingerprints", [])]
-    return [fp.pattern for rec in catalog.records.values() for fp in rec.entry.fingerprints]
+        return [_grep_pattern(fp.get("pattern"), fp.get("metric"))
+                for p in sorted(entries.glob("*/*.yaml")) for fp in yaml.safe_load(p.read_text()).get("fingerprints", [])]
+    return [_grep_pattern(fp.pattern, fp.metric) for rec in catalog.records.values() for fp in rec.entry.fingerprints]
+
+
+def _grep_pattern(pattern: str | None, metric: str | None) -> str:
+    """A fingerprint's pattern for grep; a metric fingerprint's is the alternation of its spellings."""
+    from generator.metrics import spellings
+
+    if pattern is not None or metric is None:
+        return pattern or ""
+    return "|".join("".join("\\" + c if c in ".[]()*+?{}|^$\\" else c for c in k) for k in spellings(metric))
 
 
 def spec_of(entries: Path) -> dict[str, Any]:
@@ -130,6 +141,8 @@ def spec_of(entries: Path) -> dict[str, Any]:
     import yaml
 
     from generator.diagnose import matcher_spec
+    from generator.metrics import PATTERNS, spellings
+    from generator.patterns import required_literals
     from generator.schema import STRENGTH_SCORE, Strength
 
     fps, info = [], {}
@@ -137,10 +150,14 @@ def spec_of(entries: Path) -> dict[str, Any]:
         d = yaml.safe_load(p.read_text())
         info[p.stem] = {"title": d["title"], "url": p.stem + "/", "summary": "", "fix": "", "often_causes": d.get("often_causes", [])}
         for i, fp in enumerate(d.get("fingerprints", [])):
-            fps.append({"slug": p.stem, "id": f"{p.stem}#{i}", "pattern": fp["pattern"], "near": fp.get("near"),
+            fps.append({"slug": p.stem, "id": f"{p.stem}#{i}", "pattern": fp.get("pattern"), "near": fp.get("near"),
                         "window": fp.get("window", 40), "strength": fp.get("strength", "strong"),
                         "score": STRENGTH_SCORE[Strength(fp.get("strength", "strong"))], "rising": fp.get("rising", False),
                         "share_above": fp.get("share_above"), "times": fp.get("times", 5)})
+            if "metric" in fp:  # as validate.FingerprintHead: the quantity's pattern and spellings
+                fps[-1].update({"pattern": PATTERNS[fp["metric"]], "literals": spellings(fp["metric"]),
+                                "near_literals": required_literals(fp["near"]) if fp.get("near") else [],
+                                "metric": fp["metric"], "of": fp.get("of"), "falls_to": fp.get("falls_to"), "nonfinite": fp.get("nonfinite", False)})
     return matcher_spec({"version": 1, "flags": "", "fingerprints": fps, "entries": info})
 
 

@@ -463,7 +463,8 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_schema)
 
     p = sub.add_parser("diagnose", help="name the failure a training log shows")
-    p.add_argument("logs", nargs="+", metavar="LOG", help="log files (.gz works), or - for standard input")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="log files (.gz works), - for standard input, or a folder of logs; "
+                   "several (one per rank or node) are merged in time order")
     p.add_argument("--entries", default=None, metavar="DIR", help=FOUND_ENTRIES)
     p.add_argument("--top", type=_at_least_one, default=5, metavar="N", help="show at most N matches (default: 5)")
     p.add_argument("--json", action="store_true", help="print JSON for tools")

@@ -12,7 +12,9 @@ the browser one. Both follow the same rules, step by step:
 3. A fingerprint with `near` counts a hit only when a line within `window` lines before or
    after it matches `near`. A numeric fingerprint (`rising`, `share_above`) counts a hit only
    once its captured numbers (plain decimals) rose on `times` lines in a row, or showed a
-   part/whole share of at least `share_above` on `times` lines.
+   part/whole share of at least `share_above` on `times` lines. A metric fingerprint reads its
+   quantity from any log format and checks it as metrics.py's docstring says; every numeric
+   fingerprint keeps the series of its readings (metrics.Series), which a match carries.
 4. An entry's score is the sum, over its fingerprints that fired, of the strength score
    (definitive 10, strong 6, supporting 2), plus 2 when the hit was confirmed by `near`.
    Entries scoring at least `MIN_SCORE` are candidates. Confidence = min(1, score / 10); its
@@ -44,12 +46,14 @@ import copy
 import dataclasses
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ahocorasick_rs import BytesAhoCorasick, Implementation
 
+from .metrics import Reading, Series, metric_rules, read
 from .rankrules import RANK_RULES
 from .patterns import MAX_LINE, compile_line_filter, compile_pattern, plain_number, required_literals
 
@@ -88,6 +92,10 @@ def fingerprint_item(slug: str, index: int, fp: Any) -> dict[str, Any]:
         "times": fp.times,
         "literals": list(fp.literals),
         "near_literals": list(fp.near_literals),
+        "metric": fp.metric,
+        "of": fp.of,
+        "falls_to": fp.falls_to,
+        "nonfinite": fp.nonfinite,
     }
 
 
@@ -116,6 +124,7 @@ def matcher_spec(fingerprints: dict[str, Any]) -> dict[str, Any]:
             "ansi": ANSI_PATTERN,
             "rank_patterns": RANK_PATTERNS,
             "ranks": RANK_RULES,
+            "metrics": metric_rules(),
         },
     }
 
@@ -155,7 +164,8 @@ class _FpState:
     pending: list[Evidence] = field(default_factory=list)
     previous: float | None = None  # numeric fingerprints: the last captured value
     streak: int = 0  # rising: lines in a row whose value rose
-    good: int = 0  # share_above: lines whose share was high enough
+    good: int = 0  # share_above: lines whose share was high enough; nonfinite: finite readings
+    series: Series | None = None  # numeric fingerprints: their readings
 
 
 def _number(text: str | None) -> float | None:
@@ -176,6 +186,7 @@ class Match:
     fix: str = ""  # the entry's recommended fix, in one line
     certainty: str = "strong"  # definitive | strong (rule 4)
     tied_with: str | None = None  # the slug ranked just above with the same score and first line
+    series: tuple[dict[str, Any], ...] = ()  # the readings of its numeric fingerprints that fired
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -188,6 +199,7 @@ class Match:
             "score": self.score,
             "tied_with": self.tied_with,
             "evidence": [{"file": e.file, "line": e.line, "rank": e.rank, "text": e.text, "matched": e.matched} for e in self.evidence],
+            "series": list(self.series),
         }
 
 
@@ -218,26 +230,6 @@ def _tail_start(chunk: bytes, lines: int) -> int:
     return pos + 1 if lines else len(chunk)
 
 
-class _LineEvidence:
-    """A hit's evidence (rule 6), made when it is first kept: most hits of a fingerprint that
-    fires on many lines never are."""
-
-    __slots__ = ("file", "line", "text", "found", "_made")
-
-    def __init__(self, file: str, line: int, text: str, found: re.Match[str]) -> None:
-        self.file, self.line, self.text, self.found = file, line, text, found
-        self._made: Evidence | None = None
-
-    def __call__(self) -> Evidence:
-        if self._made is None:
-            segment = self.found.string
-            lead = len(segment) - len(segment.lstrip())
-            text = segment.strip()
-            start, end = max(0, self.found.start() - lead), min(len(text), self.found.end() - lead)
-            self._made = Evidence(self.file, self.line, rank_of(self.text), elide(text, start, end), text[start:end])
-        return self._made
-
-
 def rank_of(line: str) -> int | None:
     head = line[:120]
     for rx in _RANK_RES:
@@ -254,7 +246,7 @@ class Matcher:
         self.spec = spec
         self.file = file
         self.fps = spec["fingerprints"]
-        self.state = [_FpState() for _ in self.fps]
+        self.state = [_FpState(series=Series() if _numeric_fp(fp) else None) for fp in self.fps]
         # Regexes are compiled when a line first needs them: most fingerprints never see a candidate.
         self._patterns: list[re.Pattern[str] | None] = [None] * len(self.fps)
         self._nears: list[re.Pattern[str] | None] = [None] * len(self.fps)
@@ -305,7 +297,7 @@ class Matcher:
         probe.state = [
             dataclasses.replace(
                 s, evidence=list(s.evidence), pending=list(s.pending),
-                near_lines=deque(list(e) for e in s.near_lines),
+                near_lines=deque(list(e) for e in s.near_lines), series=s.series.copy() if s.series else None,
             )
             for s in self.state
         ]
@@ -457,45 +449,100 @@ class Matcher:
         return rx
 
     def _filter(self, i: int) -> re.Pattern[bytes] | None:
+        """The line filter of a pattern; none for a metric fingerprint (metrics.read decides it)."""
         if i not in self._filters:
-            self._filters[i] = compile_line_filter(self.fps[i]["pattern"])
+            fp = self.fps[i]
+            self._filters[i] = None if fp.get("metric") else compile_line_filter(fp["pattern"])
         return self._filters[i]
 
     def _match_line(self, number: int, line: str, fps: set[int]) -> None:
         segments = _segments(line)
+        readings: dict[tuple[str, int], Reading | None] = {}  # a line's readings, shared by its metric fingerprints
         for i in sorted(fps) if len(fps) > 1 else fps:
+            fp = self.fps[i]
+            if fp.get("metric"):
+                self._metric(i, number, line, segments, readings)
+                continue
             rx = self._pattern(i)
             for segment in segments:
                 if found := rx.search(segment):
                     break
             else:
                 continue
-            ev = _LineEvidence(self.file, number, line, found)
-            if self.fps[i].get("rising") or self.fps[i].get("share_above"):
-                self._numeric(i, found, ev)
+            ev = self._evidence(number, line, found.string, found.start(), found.end())
+            if fp.get("rising") or fp.get("share_above"):
+                found_ev: Callable[[], Evidence] = partial(_same, ev)
+                groups = found.groups()
+                first = _number(groups[0] if groups else None)
+                if fp.get("rising"):
+                    if first is not None:
+                        self._numeric(i, number, first, True, found_ev)
+                else:
+                    part = _number(groups[1] if len(groups) > 1 else None)
+                    if first is not None and part is not None and first > 0:
+                        self._numeric(i, number, part / first, True, found_ev)
             else:
                 self._hit(i, ev)
 
-    def _numeric(self, i: int, found: re.Match[str], ev: _LineEvidence) -> None:
-        """Rule 3b: a numeric fingerprint fires once its numbers behave as declared."""
+    def _evidence(self, number: int, line: str, segment: str, start: int, end: int) -> Evidence:
+        lead = len(segment) - len(segment.lstrip())
+        text = segment.strip()
+        start, end = max(0, start - lead), min(len(text), end - lead)
+        return Evidence(self.file, number, rank_of(line), elide(text, start, end), text[start:end])
+
+    def _metric(self, i: int, number: int, line: str, segments: list[str], readings: dict[tuple[str, int], Reading | None]) -> None:
+        """A metric fingerprint: the reading of the first segment that has one (metrics.read)."""
+        fp = self.fps[i]
+
+        def reading(name: str, k: int) -> Reading | None:
+            if (name, k) not in readings:
+                readings[name, k] = read(name, segments[k])
+            return readings[name, k]
+
+        for k, segment in enumerate(segments):
+            got = reading(fp["metric"], k)
+            if got is None:
+                continue
+
+            def evidence(segment: str = segment, got: Reading = got) -> Evidence:  # built only when it fires
+                return self._evidence(number, line, segment, got.start, got.end)
+
+            if fp.get("of"):
+                whole = reading(fp["of"], k)
+                if got.value is not None and whole is not None and whole.value is not None and whole.value > 0:
+                    self._numeric(i, number, got.value / whole.value, True, evidence)
+            else:
+                self._numeric(i, number, got.value, got.value is not None, evidence)
+            return
+
+    def _numeric(self, i: int, number: int, value: float | None, finite: bool, evidence: Callable[[], Evidence]) -> None:
+        """Rule 3b: a numeric fingerprint fires once its readings behave as declared. `value` is
+        the reading on line `number` (share_above: the share), None when it is not finite."""
         fp, st = self.fps[i], self.state[i]
-        groups = found.groups()
-        if fp.get("rising"):
-            value = _number(groups[0] if groups else None)
-            if value is None:
-                return
+        assert st.series is not None
+        st.series.add(number, value)
+        fired = False
+        if fp.get("nonfinite"):
+            if finite:
+                st.good += 1
+            fired = not finite and st.good > 0
+        elif value is None:
+            return
+        elif fp.get("rising"):
             st.streak = st.streak + 1 if st.previous is not None and value > st.previous else 1
             st.previous = value
-            if st.streak >= fp["times"]:
-                self._confirm(i, ev, near=False)
-            return
-        whole = _number(groups[0] if len(groups) > 0 else None)
-        part = _number(groups[1] if len(groups) > 1 else None)
-        if whole is None or part is None or whole <= 0 or part / whole < fp["share_above"]:
-            return
-        st.good += 1
-        if st.good >= fp["times"]:
-            self._confirm(i, ev, near=False)
+            fired = st.streak >= fp["times"]
+        elif fp.get("falls_to") is not None:
+            if st.previous is not None and value < st.previous:
+                st.streak += 1
+            st.previous = value
+            fired = st.streak >= fp["times"] and value <= fp["falls_to"]
+        elif value >= fp["share_above"]:
+            st.good += 1
+            fired = st.good >= fp["times"]
+        if fired:
+            st.series.fire(number, value, EVIDENCE_PER_FINGERPRINT)
+            self._hit(i, evidence())  # a metric fingerprint may still need its `near`
 
     def _near_candidate(self, i: int, number: int, raw: bytes) -> None:
         """A line that holds one of `near`'s literals. Its regex runs only when a hit needs it:
@@ -539,7 +586,7 @@ class Matcher:
                 self._confirm(i, ev, near=True)
         st.pending.clear()
 
-    def _hit(self, i: int, ev: _LineEvidence) -> None:
+    def _hit(self, i: int, ev: Evidence) -> None:
         fp = self.fps[i]
         st = self.state[i]
         if not fp.get("near"):
@@ -549,16 +596,14 @@ class Matcher:
         else:
             st.pending = [p for p in st.pending if p.line >= ev.line - fp["window"]]
             if len(st.pending) < PENDING_LIMIT:
-                st.pending.append(ev())
+                st.pending.append(ev)
 
-    def _confirm(self, i: int, ev: Evidence | _LineEvidence, near: bool) -> None:
+    def _confirm(self, i: int, ev: Evidence, near: bool) -> None:
         st = self.state[i]
         st.count += 1
         st.near_confirmed = st.near_confirmed or near
-        if len(st.evidence) < EVIDENCE_PER_FINGERPRINT:
-            made = ev if isinstance(ev, Evidence) else ev()
-            if made not in st.evidence:
-                st.evidence.append(made)
+        if len(st.evidence) < EVIDENCE_PER_FINGERPRINT and ev not in st.evidence:
+            st.evidence.append(ev)
 
 
 def rank_hits(spec: dict[str, Any], matchers: Iterable[Matcher], base_url: str = "") -> list[Match]:
@@ -568,12 +613,15 @@ def rank_hits(spec: dict[str, Any], matchers: Iterable[Matcher], base_url: str =
     fired = [False] * len(fps)
     near = [False] * len(fps)
     evidence: dict[str, list[tuple[int, Evidence]]] = {}
+    series: dict[str, list[dict[str, Any]]] = {}
     for m_index, m in enumerate(matchers):
         for i, st in enumerate(m.state):
             if st.count:
                 fired[i] = True
                 near[i] = near[i] or st.near_confirmed
                 evidence.setdefault(fps[i]["slug"], []).extend((m_index, e) for e in st.evidence)
+                if st.series is not None:
+                    series.setdefault(fps[i]["slug"], []).append(_series_json(fps[i], m.file, st.series))
     score: dict[str, int] = {}
     for i, fp in enumerate(fps):
         if fired[i]:
@@ -602,10 +650,30 @@ def rank_hits(spec: dict[str, Any], matchers: Iterable[Matcher], base_url: str =
         out.append(Match(
             slug, e["title"], base_url + e["url"], total, round(min(1.0, total / 10), 2), role, tuple(x[1] for x in evs),
             summary=e.get("summary", ""), fix=e.get("fix", ""), certainty="definitive" if total >= 10 else "strong", tied_with=tied,
+            series=tuple(series.get(slug, ())),
         ))
     role_order = {"initiating": 0, "candidate": 1, "collateral": 2}
     out.sort(key=lambda m: role_order[m.role])  # stable: score order stays within a role
     return out
+
+
+def _same(ev: Evidence) -> Evidence:
+    return ev
+
+
+def _numeric_fp(fp: dict[str, Any]) -> bool:
+    return bool(fp.get("rising") or fp.get("share_above") or fp.get("falls_to") is not None or fp.get("nonfinite"))
+
+
+def _series_json(fp: dict[str, Any], file: str, s: Series) -> dict[str, Any]:
+    """A fired numeric fingerprint's readings, as a match carries them (both engines alike)."""
+    check = next(c for c in ("rising", "share_above", "falls_to", "nonfinite") if fp.get(c) is not None and fp.get(c) is not False)
+    metric = fp.get("metric") or "value"
+    return {
+        "fingerprint": fp["id"], "file": file, "check": check,
+        "metric": f"{metric} / {fp['of']}" if fp.get("of") else metric,
+        "readings": s.seen, "points": [list(p) for p in s.points], "fired": [list(p) for p in s.fired],
+    }
 
 
 def _best(a: Evidence, b: Evidence) -> Evidence:

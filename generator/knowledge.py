@@ -87,7 +87,7 @@ class Knowledge:
         return self.base_url + entry_url(slug)
 
     def diagnose(self, chunks: Iterable[bytes], file: str = "-") -> Diagnosis:
-        m, scan = Matcher(self.spec, file), RankScanner()
+        m, scan = Matcher(self.spec, file), RankScanner(file=file)
         for data in chunks:
             m.feed(data)
             scan.feed(data)

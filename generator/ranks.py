@@ -16,6 +16,9 @@ say *what* failed; this module says *which rank*, from what the log shows beside
 
 `RankScanner.feed` takes the same chunks as `diagnose.Matcher`; only chunks holding one of a
 few literals are looked at line by line, so a long healthy log costs a few substring searches.
+Several files (logmerge.py) come as merged lines, each with its file (`feed_merged`): a per-rank
+file's name stands for its lines' missing rank prefix, and a rank whose file is empty or missing is
+one that reported nothing.
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ from typing import Any
 
 from ahocorasick_rs import BytesAhoCorasick
 
-from .diagnose import ANSI_PATTERN, Match, rank_of
-from .rankrules import RANK_RULES
+from .diagnose import ANSI_PATTERN, EVIDENCE_PER_ENTRY, Match, rank_of
+from .rankrules import MERGE_RULES, RANK_RULES
 
-__all__ = ["RankScanner", "RankVerdict", "initiating_rank"]
+__all__ = ["LogSource", "RankScanner", "RankVerdict", "initiating_rank"]
 
 _R = RANK_RULES
 _LITERALS = tuple(lit.encode() for lit in _R["literals"])
@@ -54,6 +57,19 @@ ROOT_BLOCK_LINES = _R["root_block_lines"]
 LINES_PER_RANK = _R["lines_per_rank"]
 LINE_CHARS = _R["line_chars"]
 MAX_RANKS = _R["max_ranks"]
+_HOST_PREFIX = re.compile(MERGE_RULES["host_prefix"], re.ASCII)
+
+Line = tuple[str, int, str]  # (file, line number, text) of a line that shows it
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """One of several log files (logmerge.py), and who wrote it, as far as its path says."""
+
+    name: str  # the path as shown in evidence
+    rank: int | None = None  # a global rank (rank3.log)
+    label: str | None = None  # "rank 3", "local rank 3", "node 6", "SLURM array task 4", "host gpu1504"
+    host: str | None = None
 
 
 @dataclass
@@ -63,17 +79,24 @@ class _RankState:
     completed: int | None = None
     first_dump: bool = False
     pg: str | None = None  # the process group of the timed-out work, when the log names it
-    lines: list[tuple[int, str]] = field(default_factory=list)  # (line number, text) that show it
+    lines: list[Line] = field(default_factory=list)  # the lines that show it
 
 
 @dataclass
 class RankScanner:
     """Streaming: feed the log's bytes in chunks, as to `diagnose.Matcher`; read the state after."""
 
+    file: str = "-"  # the log's name, for its lines (several files: each line's own, feed_merged)
     ranks: dict[int, _RankState] = field(default_factory=dict)
     hosts: dict[int, str] = field(default_factory=dict)
     world: int | None = None
-    root_cause: tuple[int, str | None, int] | None = None  # (rank, host, line) of torchrun's first observed failure
+    root_cause: tuple[int, str | None, str, int] | None = None  # (rank, host, file, line) of torchrun's first observed failure
+    # Several files (logmerge.py): each file's identity from its path, the files that had a line,
+    # and the hosts that files' names or lines' host prefixes give a rank.
+    sources: list[LogSource] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    file_hosts: dict[int, str] = field(default_factory=dict)
+    _src: LogSource | None = None
     _carry: bytes = b""
     _line_base: int = 0
     # Ranks the software itself names as not having arrived (monitored barrier, Horovod's stall
@@ -98,6 +121,21 @@ class RankScanner:
         if self._carry:
             self._chunk(self._carry + b"\n")
             self._carry = b""
+
+    def feed_merged(self, chunk: bytes, lines: list[bytes], where: list[tuple[int, int]], sources: list[LogSource]) -> None:
+        """Lines of a merged log (logmerge.py), each at its own file and line (`where`: the index of
+        its file in `sources`, its line number); `chunk` is the lines joined, where a few substring
+        searches tell whether any line needs reading."""
+        self.seen.update(sources[i].name for i in {i for i, _ in where})
+        if not (self._in_root or self._in_stalled or any(lit in chunk for lit in _LITERALS)):
+            return
+        for raw, (i, number) in zip(lines, where):
+            self._src = sources[i]
+            if self._in_root or self._in_stalled or any(lit in raw for lit in _LITERALS):
+                self._line(number, _ANSI.sub("", raw.decode("utf-8", "replace")).rstrip("\r"))
+
+    def _file(self) -> str:
+        return self._src.name if self._src else self.file
 
     def _chunk(self, chunk: bytes) -> None:
         """The lines of `chunk` (whole lines) that hold a literal, and those of a block that a
@@ -126,13 +164,13 @@ class RankScanner:
 
     def _note(self, st: _RankState, number: int, text: str) -> None:
         if len(st.lines) < LINES_PER_RANK:
-            st.lines.append((number, text.strip()[:LINE_CHARS]))
+            st.lines.append((self._file(), number, text.strip()[:LINE_CHARS]))
 
     def _name(self, table: dict[int, list[Any]], rank: int, number: int, text: str) -> None:
         if rank in table:
             table[rank][0] += 1
         elif len(table) < MAX_RANKS:
-            table[rank] = [1, (number, text.strip()[:LINE_CHARS])]
+            table[rank] = [1, (self._file(), number, text.strip()[:LINE_CHARS])]
 
     def _line(self, number: int, text: str) -> None:
         if self._in_stalled:
@@ -165,7 +203,7 @@ class RankScanner:
             if m := _ROOT_HOST.search(text):
                 self._root_host = m.group(1)
             elif m := _ROOT_RANK.search(text):
-                self.root_cause = (int(m.group(1)), self._root_host, number)
+                self.root_cause = (int(m.group(1)), self._root_host, self._file(), number)
                 self._in_root = 0
             return
         if "Root Cause" in text:
@@ -179,10 +217,17 @@ class RankScanner:
         who = _RANK_IN_TEXT.search(text)
         # The launcher's prefix ([rank9]:) is the global rank; "[PG 1 Rank 1]" counts within its group.
         prefixed = rank_of(text)
+        if prefixed is None and self._src is not None:  # a per-rank file's name is its lines' prefix
+            prefixed = self._src.rank
         found = prefixed if prefixed is not None else int(who.group(2)) if who else None
         pg = who.group(1) if who and who.group(1) is not None else None
         if found is None:
             return
+        if self._src is not None and found not in self.file_hosts and len(self.file_hosts) < MAX_RANKS:
+            hp = _HOST_PREFIX.match(text)
+            host = hp.group(1) if hp else self._src.host
+            if host is not None:
+                self.file_hosts[found] = host
         st = self._state(found)
         if st is None:
             return
@@ -202,17 +247,23 @@ class RankScanner:
 
 @dataclass(frozen=True)
 class RankVerdict:
-    rank: int
+    rank: int | None  # None only when just a file's name says where it came from (`origin`)
     host: str | None
     reason: str  # one sentence: why this rank
-    lines: tuple[tuple[int, str], ...]  # the log lines that show it
+    lines: tuple[Line, ...]  # the log lines that show it
     disagrees: str | None = None  # what torchrun's root cause says, when it names another rank
+    origin: str | None = None  # several files, no rank known: the file's node or local rank, and the file
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "rank": self.rank, "host": self.host, "reason": self.reason,
-            "lines": [{"line": n, "text": t} for n, t in self.lines], "root_cause_disagrees": self.disagrees,
+            "rank": self.rank, "host": self.host, "origin": self.origin, "reason": self.reason,
+            "lines": [{"file": f, "line": n, "text": t} for f, n, t in self.lines], "root_cause_disagrees": self.disagrees,
         }
+
+    @property
+    def who(self) -> str:
+        """"rank 3 on node-1", or the origin: "SLURM array task 4 (slurm-77_4.out)"."""
+        return (f"rank {self.rank}" if self.rank is not None else self.origin or "?") + (f" on {self.host}" if self.host else "")
 
 
 def _span(ranks: list[int]) -> str:
@@ -226,7 +277,7 @@ def _span(ranks: list[int]) -> str:
     return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(map(str, run)) for run in runs)
 
 
-def _from_watchdog(scan: RankScanner) -> tuple[int, str, tuple[tuple[int, str], ...]] | None:
+def _from_watchdog(scan: RankScanner) -> tuple[int, str, tuple[Line, ...]] | None:
     timed = {r: st for r, st in scan.ranks.items() if st.timed_out}
     if not timed:
         return None
@@ -259,14 +310,22 @@ def _from_watchdog(scan: RankScanner) -> tuple[int, str, tuple[tuple[int, str], 
             f"ranks {_span(waiting)} timed out in {where}; rank {r}'s last enqueued work was {st.enqueued}: "
             "it never entered that collective"
         ), tuple(st.lines)
-    # Silence convicts only when NCCL said how many ranks there are: a pasted excerpt often shows
-    # a few ranks' lines, and the ranks left out of it did nothing wrong.
-    silent = sorted(set(range(scan.world)) - set(timed)) if scan.world else []
+    # Silence convicts only when the log says how many ranks there are (NCCL's nranks, Lightning's
+    # MEMBER k/N, per-rank files rank0.log ... rank7.log): a pasted excerpt often shows a few ranks'
+    # lines, and the ranks left out of it did nothing wrong.
+    file_ranks = {s.rank: s.name for s in scan.sources if s.rank is not None}
+    expected = range(scan.world) if scan.world else range(max(file_ranks) + 1) if len(file_ranks) >= 2 else range(0)
+    silent = sorted(set(expected) - set(timed))
     if silent and len(waiting) >= 2 and len(silent) <= len(waiting):
         r = silent[0]
         others = ", ".join(map(str, silent[1:]))
+        why = ""
+        if file_ranks and r not in file_ranks:
+            why = " (no log file for it)"
+        elif r in file_ranks and file_ranks[r] not in scan.seen:
+            why = f" (its log file {file_ranks[r]} is empty)"
         return r, (
-            f"ranks {_span(waiting)} timed out in {where}; rank {r} reported no timeout: it never entered that "
+            f"ranks {_span(waiting)} timed out in {where}; rank {r} reported no timeout{why}: it never entered that "
             f"collective, so look at what it was doing{' (also silent: ' + others + ')' if others else ''}"
         ), ()
     # "First PG on this rank to signal dumping" is not evidence against a rank: the first to time
@@ -297,9 +356,9 @@ def initiating_rank(matches: list[Match], scan: RankScanner | None = None) -> Ra
         ranked = [e for e in first.evidence if e.rank is not None]
         # The watchdog's own lines come from every stuck rank: they say nothing about who started it.
         if ranked and not {e.rank for e in ranked} <= timed_out:
-            ev = min((e for e in ranked if e.rank not in timed_out), key=lambda e: (e.file, e.line))
+            ev = next(e for e in ranked if e.rank not in timed_out)  # the first (in time, for several files)
             assert ev.rank is not None
-            verdict = RankVerdict(ev.rank, None, f"rank {ev.rank} printed {first.title}", ((ev.line, ev.text),))
+            verdict = RankVerdict(ev.rank, None, f"rank {ev.rank} printed {first.title}", ((ev.file, ev.line, ev.text),))
     if verdict is None and scan is not None and scan.blamed:
         r = min(scan.blamed, key=lambda k: (-scan.blamed[k][0], k))
         if r not in scan.waiters:
@@ -311,20 +370,45 @@ def initiating_rank(matches: list[Match], scan: RankScanner | None = None) -> Ra
         found = _from_watchdog(scan)
         if found:
             verdict = RankVerdict(found[0], None, found[1], found[2])
+    if verdict is None and scan is not None and first is not None and first.role == "initiating":
+        verdict = _from_files(first, scan)
     if verdict is None:
         return None
+    if verdict.rank is None:
+        return verdict
     host = scan.hosts.get(verdict.rank) if scan else None
     if host is None and own_lines:
         # The rank's own NCCL line says where it runs (not so a coordinator's or a waiter's line naming it).
-        host = next((m.group(1) for _, text in verdict.lines if (m := _LINE_HOST.search(text))), None)
+        host = next((m.group(1) for _, _, text in verdict.lines if (m := _LINE_HOST.search(text))), None)
+    if host is None and scan:
+        host = scan.file_hosts.get(verdict.rank)
     disagrees = None
     if scan and scan.root_cause:
-        rank, root_host, line = scan.root_cause
+        rank, root_host, file, line = scan.root_cause
         if host is None and rank == verdict.rank:
             host = root_host
         if rank != verdict.rank:
+            at = f"{file}:{line}" if scan.sources else f"line {line}"
             disagrees = (
-                f"torchrun's Root Cause (line {line}) names rank {rank}, the first to exit; it exited because of "
+                f"torchrun's Root Cause ({at}) names rank {rank}, the first to exit; it exited because of "
                 f"rank {verdict.rank}'s failure"
             )
     return RankVerdict(verdict.rank, host, verdict.reason, verdict.lines, disagrees)
+
+
+def _from_files(first: Match, scan: RankScanner) -> RankVerdict | None:
+    """Several files whose lines carry no rank: the initiating failure shows in some files only, and
+    the first of them is named for what its path says (a node, a local rank, a host). Only when
+    every evidence row is shown (fewer than the cap), so the files it names are all of them."""
+    if not scan.sources or len(first.evidence) >= EVIDENCE_PER_ENTRY:
+        return None
+    labels = {s.name: s for s in scan.sources}
+    files = {e.file for e in first.evidence}
+    written = {s.name for s in scan.sources if s.name in scan.seen}
+    ev = first.evidence[0]
+    src = labels.get(ev.file)
+    if src is None or src.label is None or ev.rank is not None or not files < written:
+        return None
+    return RankVerdict(None, src.host, f"{src.label} printed {first.title}; "
+                       f"{len(written - files)} of the {len(written)} files do not show it", ((ev.file, ev.line, ev.text),),
+                       origin=f"{src.label} ({src.name})")

@@ -76,15 +76,26 @@ fingerprints:
     # window: 40
     # {doc:Fingerprint.strength}
     strength: strong
+    # {doc:Fingerprint.examples}
+    examples:
+      - '<fill in a line copied from a real log>'
+  # Or, when the sign is a number: {doc:Fingerprint.metric}
+  # - metric: grad_norm
     # {doc:Fingerprint.rising} Optional.
     # rising: true
     # {doc:Fingerprint.share_above} Optional.
     # share_above: 0.5
+    # {doc:Fingerprint.of} Optional.
+    # of: step_time
+    # {doc:Fingerprint.falls_to} Optional.
+    # falls_to: 1
+    # {doc:Fingerprint.nonfinite} Optional.
+    # nonfinite: true
     # {doc:Fingerprint.times} Optional, default 5.
-    # times: 5
-    # {doc:Fingerprint.examples}
-    examples:
-      - '<fill in a line copied from a real log>'
+    # times: 10
+    # strength: strong
+    # examples:
+    #   - ' iteration 1210/ 300000 | lm loss: 4.131107E+00 | loss scale: 1.0 | grad norm: 118.302 |'
 # {doc:Entry.symptoms}
 symptoms:
   # {doc:Symptom.signal}
@@ -309,6 +320,8 @@ def _describe(prop: dict[str, Any], defs: dict[str, Any]) -> str:
         if "enum" in target:
             return "one of " + ", ".join(f"`{v}`" for v in target["enum"])
         return f"[{name}](#{name.lower()})"
+    if "enum" in prop:
+        return "one of " + ", ".join(f"`{v}`" for v in prop["enum"])
     kind = prop.get("type")
     if kind == "array":
         lo, hi = prop.get("minItems", 0), prop.get("maxItems")
@@ -316,7 +329,8 @@ def _describe(prop: dict[str, Any], defs: dict[str, Any]) -> str:
         return f"list of {_describe(prop['items'], defs)}, {count}"
     if kind in ("integer", "number"):
         low = f"above {prop['exclusiveMinimum']}" if "exclusiveMinimum" in prop else f"from {prop.get('minimum', '')}"
-        return f"{'whole ' * (kind == 'integer')}number {low} to {prop.get('maximum', '')}".replace("from  to ", "")
+        high = f" to {prop['maximum']}" if "maximum" in prop else " or more"
+        return f"{'whole ' * (kind == 'integer')}number {low}{high}".replace("from  to ", "")
     if kind == "boolean":
         return "`true` or `false`"
     if kind == "string":

@@ -7,12 +7,15 @@ Schema description and a row of CONTRIBUTING.md's field guide.
 
 from __future__ import annotations
 
+import difflib
 import re
 from functools import lru_cache
 from enum import Enum
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from .metrics import QUANTITIES
 
 __all__ = [
     "SLUG_RE",
@@ -186,14 +189,32 @@ class Strength(str, Enum):
 STRENGTH_SCORE = {Strength.definitive: 10, Strength.strong: 6, Strength.supporting: 2}
 
 
+def _known_quantity(name: str) -> str:
+    if name not in QUANTITIES:
+        close = difflib.get_close_matches(name, QUANTITIES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown quantity {name!r}{hint}; use one of: {', '.join(QUANTITIES)}")
+    return name
+
+
+# A quantity training logs print, read from any log format (generator/metrics.py).
+Quantity = Annotated[str, AfterValidator(_known_quantity), Field(json_schema_extra={"enum": list(QUANTITIES)})]
+
+
 class Fingerprint(_Model):
     """Error text a real log shows for this failure; matched by `failpedia diagnose`."""
 
-    pattern: Annotated[str, StringConstraints(min_length=4, max_length=500), AfterValidator(_clean_text)]
-    """A regular expression from the portable subset (see CONTRIBUTING.md): literals, escapes such as
+    pattern: Annotated[str, StringConstraints(min_length=4, max_length=500), AfterValidator(_clean_text)] | None = None
+    """The error text as a regular expression (required unless `metric` is given), from the portable
+    subset (see CONTRIBUTING.md): literals, escapes such as
     `\\d \\w \\s \\b \\.`, classes `[...]`, groups `(...)`/`(?:...)`, `|`, and the quantifiers
     `? * + {m,n}`. No lookaround, backreferences, named groups or inline flags; no quantified group that
     contains another quantifier. Matched against one log line at a time, case-sensitively."""
+    metric: Quantity | None = None
+    """Instead of a pattern, for failures whose sign is a number: the quantity to read, in whatever
+    format the log prints it (loss, grad_norm, loss_scale, learning_rate, step_time, data_time,
+    memory_allocated, memory_reserved, throughput); use it with rising, share_above, falls_to or
+    nonfinite."""
     near: Annotated[str, StringConstraints(min_length=2, max_length=500), AfterValidator(_clean_text)] | None = None
     """Optional second regex (same subset): the hit only counts when a line within `window` lines
     before or after it matches this too (e.g. `allreduce|Reducer` near a CUDA OOM)."""
@@ -202,17 +223,24 @@ class Fingerprint(_Model):
     strength: Strength = Strength.strong
     """definitive, strong or supporting: how much one hit says on its own."""
     rising: bool = False
-    """For failures whose only sign is a number (e.g. memory that grows every step): the pattern's
-    first group captures a number, and the fingerprint fires once that number has risen on `times`
-    matching lines in a row."""
+    """Fires once the number (the metric's reading, or the pattern's first group) has risen on
+    `times` readings in a row (e.g. allocated memory that grows every step)."""
     share_above: Annotated[float, Field(gt=0, le=1)] | None = None
-    """For ratios (e.g. data-loading time within step time): the first group captures the whole,
-    the second a part; the fingerprint fires once part / whole is at least this on `times` lines."""
-    times: Annotated[int, Field(ge=2, le=100)] = 5
-    """How many matching lines `rising` or `share_above` need."""
+    """Fires once the metric is at least this share of the `of` quantity on the same line, on `times`
+    lines (e.g. data_time of step_time). With a pattern: its first group captures the whole, the
+    second the part."""
+    of: Quantity | None = None
+    """The whole that `share_above` divides the metric by (e.g. step_time)."""
+    falls_to: Annotated[float, Field(ge=0)] | None = None
+    """Fires once the metric has fallen on `times` readings and reads at most this (e.g. a loss
+    scale halved again and again down to 1)."""
+    nonfinite: bool = False
+    """Fires when the metric reads nan or inf after a finite reading (e.g. a loss that turns nan)."""
+    times: Annotated[int, Field(ge=2, le=100)] | None = None
+    """How many readings rising, share_above or falls_to need (default 5)."""
     examples: Annotated[list[Line], Field(min_length=1, max_length=10)]
-    """Real log lines that `pattern` must match (checked by `failpedia check`); copy them from a
-    real log or the source that prints them."""
+    """Real log lines that `pattern` must match, or that the metric must be read from (checked by
+    `failpedia check`); copy them from a real log or the source that prints them."""
 
 
 class Symptom(_Model):

@@ -14,7 +14,8 @@ by the same rules, in integers, so both give the same order:
   only when the word itself is in no entry), each times the term's weight in the entry (title,
   by how much of it the term covers; then quick answer and tags, the first tag most; then
   symptoms and fingerprint examples; then the body) and its rarity (idf); a longer word's or a
-  typo's rarity counts no more than the typed word's.
+  typo's rarity counts no more than the typed word's, a synonym's as the mean of its group's and
+  the typed word's.
 - Identifiers (`NCCL_BUFFSIZE`, `torch.cuda.OutOfMemoryError`, `c10::DistBackendError`,
   `-9`, `--nproc_per_node`) match whole and exactly (case-insensitively), never split into parts.
   A dotted or `::` path also matches its shorter runs (`OutOfMemoryError` finds
@@ -349,12 +350,17 @@ def clause_scores(index: SearchIndex, clause: tuple[str, str]) -> dict[int, int]
     vocab = index.vocab.get(vocab_key(clause[1]), [])
     out: dict[int, int] = {}
     # A longer word or a typo's neighbour is worth no more than the word typed, however rare it is
-    # ('tensor' must not rank 'tensorflow' entries above those about tensors).
+    # ('tensor' must not rank 'tensorflow' entries above those about tensors). Another spelling of
+    # the word counts as rare as the mean of the word's and its group's rarity: the group, all its
+    # spellings together, is commoner than any of them ('timeout' is everywhere), and rated alone it
+    # would let 'ddp hangs' find every DDP entry that mentions a timeout before the one about hangs.
     own = index.terms[clause[1]][0] if clause[1] in index.terms else None
     for term, factor in alternatives(clause, index.synonyms, vocab, index.terms.__contains__):
         idf, postings = index.terms[term]
         if factor in (PREFIX, TYPO) and own is not None:
             idf = min(idf, own)
+        elif factor == GROUP and own is not None:
+            idf = (idf + own) // 2
         for doc, w in postings:
             s = factor * w * idf
             if s > out.get(doc, 0):
@@ -378,6 +384,8 @@ def fingerprint_scores(catalog: Catalog, text: str) -> dict[str, tuple[int, bool
     for slug, rec in catalog.records.items():
         scores = []
         for fp in rec.head.fingerprints:
+            if fp.metric:  # a metric line (loss: 2.3) says nothing on its own; diagnose reads its trend
+                continue
             pattern = compile_pattern(fp.pattern)
             hits = [i for i, line in enumerate(lines) if pattern.search(line)]
             if not hits:
@@ -395,14 +403,17 @@ def fingerprint_scores(catalog: Catalog, text: str) -> dict[str, tuple[int, bool
 
 CONFIDENT = 6  # strength score of strong: a hit this strong, with its `near`, names the entry
 LONG_PASTE = 8  # words: a pasted log line rather than a phrase; with a confident hit, it ranks alone
+SLACK_PER = 4  # live clauses per clause an entry may miss (a query of 5 to 8 may miss 1)
 WEAK_NUDGE = 300  # a weak fingerprint hit adds its score times this to the word score (a few % of a good word match)
 
 
 def rank(index: SearchIndex, clauses: tuple[tuple[str, str], ...], pool: list[int], fps: dict[int, tuple[int, bool]], tag_rank: dict[int, int] | None) -> list[tuple[int, int, int]]:
     """(doc, confident fingerprint score, word score) best first; search.js's rank is the same.
 
-    Every live clause must match (a clause no entry matches is not live); when no entry matches
-    them all, the entries that match the most of them. Confident fingerprint hits come first."""
+    Every live clause must match (a clause no entry matches is not live), but one in SLACK_PER
+    may be missed by an entry, whose score is then scaled by the share of the clauses' worth it
+    matches; when no entry
+    matches them all, the entries that match the most of them. Confident fingerprint hits come first."""
     allowed = set(pool)
     found = [s for s in (clause_scores(index, c) for c in clauses) if s]
     scores: dict[int, int] = {}
@@ -413,8 +424,20 @@ def rank(index: SearchIndex, clauses: tuple[tuple[str, str], ...], pool: list[in
                 if doc in allowed:
                     cover[doc] = cover.get(doc, 0) + 1
                     scores[doc] = scores.get(doc, 0) + v
+        # A long query (a pasted title, a sentence) may name a word its entry does not use
+        # ('terminated', 'attempting'): an entry may miss one clause in four, and counts for
+        # less by the share it misses. A clause's share is what it is worth to the entry it suits
+        # best, so missing the query's product name ('vllm') costs more than missing a filler
+        # word. Per mille, so that search.js's doubles stay exact. A short query keeps every word.
         best = max(cover.values(), default=0)
-        scores = {d: v for d, v in scores.items() if cover[d] == best}
+        need = best - (len(found) - 1) // SLACK_PER
+        tops = [max(s.values()) for s in found]
+        total = sum(tops)
+
+        def share(doc: int) -> int:
+            return sum(t for t, s in zip(tops, found) if doc in s) * 1000 // total
+
+        scores = {d: v * share(d) // 1000 for d, v in scores.items() if cover[d] >= need}
     elif tag_rank is not None:
         scores = {d: tag_rank[d] for d in pool}
     for doc, (score, confident) in fps.items():

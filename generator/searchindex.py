@@ -26,7 +26,7 @@ from typing import Any
 from .catalog import Catalog
 from .entrytext import text_fields
 from .safejson import safe_json as _json
-from .search import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, TYPO, TYPO_MIN, WEAK_NUDGE, SearchIndex, Synonyms,
+from .search import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, SLACK_PER, TYPO, TYPO_MIN, WEAK_NUDGE, SearchIndex, Synonyms,
                      doc_terms, entry_texts)
 from .searchterms import STOP
 
@@ -187,6 +187,8 @@ def fingerprint_files(catalog: Catalog) -> tuple[int, list[tuple[str, str]]]:
     covers: dict[str, tuple[str, ...]] = {}
     for slug, rec in catalog.records.items():
         for fp in rec.head.fingerprints:
+            if fp.metric:  # as search.fingerprint_scores: a metric line alone names no failure
+                continue
             owners.setdefault((fp.pattern, fp.near or "", fp.window, fp.score), []).append(ids[slug])
             covers[fp.pattern] = fp.literals
     fps: list[tuple[list[Any], list[str] | None]] = [([sorted(set(docs)), *key], _anchors(covers[key[0]])) for key, docs in sorted(owners.items())]
@@ -224,7 +226,7 @@ def search_files(catalog: Catalog, index: SearchIndex | None = None, fingerprint
         "synonyms": index.synonyms.as_json(),
         "stop": sorted(STOP),
         "rank": {"exact": EXACT, "group": GROUP, "prefix": PREFIX, "typo": TYPO, "prefix_max": PREFIX_MAX, "typo_min": TYPO_MIN,
-                 "confident": CONFIDENT, "long_paste": LONG_PASTE, "weak_nudge": WEAK_NUDGE},
+                 "confident": CONFIDENT, "long_paste": LONG_PASTE, "weak_nudge": WEAK_NUDGE, "slack_per": SLACK_PER},
     }
     docs = {
         "cat": [cat_ids.get(catalog.records[s].category, -1) for s in index.slugs],

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from .entrytext import text_fields
 from .load import LoadError, Loaded, PackedPositions, PathKey, load_yaml, shown
+from .metrics import PATTERNS, read, spellings
 from .patterns import MAX_LINE, check_pattern, compile_pattern, plain_number, required_literals
 from .problems import Problem
 from .schema import SLUG_RE, STRENGTH_SCORE, Category, Entry, Fingerprint, Language, SynonymGroup, Tag, Verification
@@ -47,11 +48,26 @@ class FingerprintHead(NamedTuple):
     # another, for the matcher file and the search shards (5 s at 10,000 entries).
     literals: tuple[str, ...]
     near_literals: tuple[str, ...]
+    # A metric fingerprint (metrics.py): the quantity read, and its check. Its `pattern` is the
+    # quantity's generated key/value pattern and its literals the quantity's spellings.
+    metric: str | None = None
+    of: str | None = None
+    falls_to: float | None = None
+    nonfinite: bool = False
 
     @classmethod
-    def of(cls, fp: Fingerprint) -> "FingerprintHead":
-        return cls(fp.pattern, fp.near, fp.window, fp.strength.value, STRENGTH_SCORE[fp.strength], fp.rising, fp.share_above, fp.times,
+    def of_fingerprint(cls, fp: Fingerprint) -> "FingerprintHead":
+        times = fp.times if fp.times is not None else DEFAULT_TIMES
+        if fp.metric is not None:
+            return cls(PATTERNS[fp.metric], fp.near, fp.window, fp.strength.value, STRENGTH_SCORE[fp.strength], fp.rising, fp.share_above,
+                       times, tuple(spellings(fp.metric)), tuple(required_literals(fp.near)) if fp.near else (),
+                       fp.metric, fp.of, fp.falls_to, fp.nonfinite)
+        assert fp.pattern is not None  # validation: a fingerprint has a pattern or a metric
+        return cls(fp.pattern, fp.near, fp.window, fp.strength.value, STRENGTH_SCORE[fp.strength], fp.rising, fp.share_above, times,
                    tuple(required_literals(fp.pattern)), tuple(required_literals(fp.near)) if fp.near else ())
+
+
+DEFAULT_TIMES = 5
 
 
 FIRST_STEPS = 3
@@ -82,7 +98,7 @@ class Head:
 
     @classmethod
     def of(cls, e: Entry) -> "Head":
-        fingerprints = tuple(FingerprintHead.of(fp) for fp in e.fingerprints)
+        fingerprints = tuple(FingerprintHead.of_fingerprint(fp) for fp in e.fingerprints)
         fingerprints_key = _digest(repr(fingerprints))
         first_steps = tuple(e.fix.steps[:FIRST_STEPS])
         matcher_key = _digest(repr((e.title, e.summary, e.fix.summary, first_steps, tuple(e.often_causes), fingerprints_key)))
@@ -249,6 +265,11 @@ def _load(raw: bytes, path: str) -> tuple[Loaded | None, list[Problem]]:
 def _check_fingerprints(entry: Entry, loaded: Loaded, path: str) -> list[Problem]:
     out = []
     for i, fp in enumerate(entry.fingerprints):
+        where = loaded.where(("fingerprints", i))
+        shape = _check_shape(fp)
+        if shape:
+            out.append(Problem(path, where[0], where[1], f"fingerprints[{i}]: {shape}"))
+            continue
         bad = False
         for name in ("pattern", "near"):
             text = getattr(fp, name)
@@ -266,11 +287,14 @@ def _check_fingerprints(entry: Entry, loaded: Loaded, path: str) -> list[Problem
                 out.append(Problem(path, line, col, f"fingerprints[{i}].{name}: {why}"))
         if bad:
             continue
+        if fp.metric is not None:
+            out.extend(_check_metric_examples(fp, i, loaded, path))
+            continue
+        assert fp.pattern is not None  # _check_shape: a pattern or a metric
         rx = compile_pattern(fp.pattern)
         numeric = _check_numeric(fp, rx.groups)
         if numeric:
-            line, col = loaded.where(("fingerprints", i))
-            out.append(Problem(path, line, col, f"fingerprints[{i}]: {numeric}"))
+            out.append(Problem(path, where[0], where[1], f"fingerprints[{i}]: {numeric}"))
             continue
         for j, example in enumerate(fp.examples):
             found = rx.search(example[:MAX_LINE])
@@ -288,6 +312,53 @@ def _check_fingerprints(entry: Entry, loaded: Loaded, path: str) -> list[Problem
                         "fix the pattern or paste the real log line",
                     )
                 )
+    return out
+
+
+def _check_shape(fp: Fingerprint) -> str | None:
+    """Which fields go together: a pattern or a metric; a metric with exactly one check."""
+    if (fp.pattern is None) == (fp.metric is None):
+        return ("give either a pattern (error text) or a metric (a number read from any log format, e.g. metric: grad_norm), not both"
+                if fp.pattern else "give a pattern (the error text) or a metric (e.g. metric: grad_norm with rising: true)")
+    if fp.metric is None:
+        for name in ("of", "falls_to"):
+            if getattr(fp, name) is not None:
+                return f"{name} needs a metric (e.g. metric: data_time), not a pattern"
+        if fp.nonfinite:
+            return "nonfinite needs a metric (e.g. metric: loss), not a pattern"
+        return None
+    checks = [name for name in ("rising", "share_above", "falls_to", "nonfinite") if getattr(fp, name) is not None and getattr(fp, name) is not False]
+    if len(checks) != 1:
+        return (f"a metric needs exactly one check, not {' and '.join(checks)}" if checks else
+                "a metric needs a check: rising: true, share_above: 0.5 (with of:), falls_to: 1 or nonfinite: true")
+    if fp.share_above is not None and fp.of is None:
+        return "share_above with a metric needs of: the whole it is a share of (e.g. metric: data_time, of: step_time)"
+    if fp.of is not None and fp.share_above is None:
+        return "of goes with share_above (the metric's share of this quantity)"
+    if fp.of == fp.metric:
+        return f"of must be another quantity than the metric ({fp.metric})"
+    if fp.nonfinite and fp.times is not None:
+        return "times does not apply to nonfinite: it fires on the first nan or inf after a finite reading"
+    return None
+
+
+def _check_metric_examples(fp: Fingerprint, i: int, loaded: Loaded, path: str) -> list[Problem]:
+    assert fp.metric is not None
+    out = []
+    for j, example in enumerate(fp.examples):
+        for name in (fp.metric, fp.of):
+            if name is None:
+                continue
+            got = read(name, example[:MAX_LINE])
+            why = None
+            if got is None:
+                why = f"no {name} value can be read from this line; paste a real log line that prints it"
+            elif fp.share_above is not None and got.value is None:
+                why = f"its {name} is not a finite number"
+            if why:
+                line, col = loaded.where(("fingerprints", i, "examples", j))
+                out.append(Problem(path, line, col, f"fingerprints[{i}].examples[{j}]: {why}"))
+                break
     return out
 
 

@@ -10,9 +10,9 @@ import yaml
 QUERIES = Path(__file__).resolve().parent / "queries" / "queries.yaml"
 SPLITS = ("tuning", "heldout")
 SOURCES = {"issue-21", "gh", "symptom", "paste", "typo"}
-# First-result accuracy both engines must reach on the whole set. Issue 21 asks for 95 %; with the
-# 213 entries of issue 17 the measure is 248/262 (94.7 %): the floor holds that, not the target.
-FLOOR = 0.94
+# First-result accuracy both engines must reach on the whole set (issue 21). The 19 queries
+# collected last and never tuned on (the last block of heldout) are at 16/19; they stay in.
+FLOOR = 0.95
 ISSUE_21 = "issue-21"  # these must all be first
 
 

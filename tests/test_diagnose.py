@@ -191,8 +191,8 @@ def test_every_real_example_line_is_found_by_the_prefilter() -> None:
     catalog = load_catalog(REPO / "entries")
     for slug, rec in catalog.records.items():
         for fp in rec.entry.fingerprints:
-            if fp.rising or fp.share_above:
-                continue  # numeric: fires only over several lines (test_numeric_fingerprints)
+            if fp.rising or fp.share_above or fp.metric:
+                continue  # numeric: fires only over several lines (test_numeric_fingerprints, test_metrics)
             for ex in fp.examples:
                 m = Matcher(spec)
                 m.feed((ex + "\n").encode())
@@ -254,7 +254,9 @@ def test_cli_gzip_and_several_files(run_cli, sample: Path, tmp_path: Path) -> No
     code, out, _ = cli(run_cli, sample, "--json", str(b), str(a))
     data = json.loads(out)
     assert code == 0 and [(m["slug"], m["role"]) for m in data["matches"]] == [("gpu-oom", "initiating"), ("nccl-hang", "collateral")]
-    assert data["matches"][0]["evidence"][0] == {"file": str(a), "line": 2, "rank": None, "text": OOM, "matched": "CUDA out of memory. Tried to allocate 20"}
+    # merged: the evidence keeps its own file and line, and rank1.log.gz's name gives its rank
+    assert data["matches"][0]["evidence"][0] == {"file": str(a), "line": 2, "rank": 1, "text": OOM, "matched": "CUDA out of memory. Tried to allocate 20"}
+    assert [(f["file"], f["rank"]) for f in data["files"]] == [(str(b), 0), (str(a), 1)]
 
 
 @pytest.mark.parametrize("setup, message", [

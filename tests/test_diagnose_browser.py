@@ -12,6 +12,7 @@ from browser import *  # noqa: F403
 from generator.diagnose import Matcher, rank_hits
 from logsets import labelled_logs
 
+METRIC_DIR = Path(__file__).resolve().parent / "metriclogs"
 OOM_LINE = "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.15 GiB of which 1.20 GiB is free."
 
 
@@ -88,18 +89,49 @@ def test_dropped_gzip_file_and_a_large_log_keep_the_page_responsive(diagnose_pag
 
 def test_browser_engine_ranks_every_test_log_like_python(browser, site_url: str, real_site: Path) -> None:
     """Parity: one matcher definition, two engines, the same ranking and evidence."""
-    ctx, page, spec = engine_page(browser, site_url, real_site, "diagnose-engine.js")
-    compared = 0
-    for log in labelled_logs():
-        data = log.path.read_bytes()
-        m = Matcher(spec, log.name)
+    ctx, page, spec = engine_page(browser, site_url, real_site, "diagnose-metrics.js", "diagnose-engine.js")
+    compared = series = 0
+    for path in [log.path for log in labelled_logs()] + sorted(METRIC_DIR.glob("*.log")):
+        data = path.read_bytes()
+        m = Matcher(spec, path.name)
         m.feed(data)
         m.close()
         py = [x.as_json() for x in rank_hits(spec, [m])]
-        js = page.evaluate("([t, n]) => diagnoseText(window.__spec, t, n)", [data.decode("utf-8", "replace"), log.name])
-        assert js == py, log.name
+        js = page.evaluate("([t, n]) => diagnoseText(window.__spec, t, n)", [data.decode("utf-8", "replace"), path.name])
+        assert js == py, path.name
         compared += 1
-    assert compared >= 25
+        series += sum(len(x["series"]) for x in py)
+    assert compared >= 25 + 70 and series >= 35  # every firing metric log (tests/metriclogs) carries its series
+    ctx.close()
+
+
+def test_a_fired_numeric_fingerprint_is_drawn_as_a_chart_readable_on_a_dark_phone(browser, site_url: str) -> None:
+    """The series of a rising grad norm is an inline SVG (role img, labelled, min/max on the axes,
+    the fired lines marked) in the site's dark colours and within a 360 px screen; a log whose
+    match has no series draws none."""
+    ctx = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True, color_scheme="dark")
+    page = ctx.new_page()
+    page.goto(site_url + "diagnose/")
+    wait_until(page, "document.querySelector('#diagnose-form').dataset.ready === 'true'")
+    page.fill("#log-text", (METRIC_DIR / "grad_norm--megatron--fires.log").read_text())
+    page.click("#diagnose-form button[type=submit]")
+    wait_done(page)
+    chart = page.locator(".top-match svg.series-chart")
+    assert chart.count() == 1 and chart.get_attribute("role") == "img"
+    label = chart.get_attribute("aria-label")
+    assert label.startswith("grad_norm over log lines 1 to 12 (12 readings)") and "rising fired at lines 10, 11, 12" in label
+    assert chart.locator("title").first.text_content() == label
+    texts = chart.locator("text").all_text_contents()
+    assert "27.144" in texts and "1" in texts and "line 1" in texts and "line 12" in texts
+    assert chart.locator("circle.fired").count() == 3
+    box = chart.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 360
+    stroke = page.evaluate("getComputedStyle(document.querySelector('.series-chart .series')).stroke")
+    assert stroke == page.evaluate("getComputedStyle(document.querySelector('a')).color") or stroke == "rgb(138, 180, 248)", stroke
+    page.fill("#log-text", OOM_LINE + "\n")
+    page.click("#diagnose-form button[type=submit]")
+    wait_done(page, 2)
+    assert page.locator(".match").count() >= 1 and page.locator("svg.series-chart").count() == 0
     ctx.close()
 
 

@@ -13,7 +13,7 @@ from test_ranks import scenario_logs
 
 
 def test_browser_engine_names_the_same_rank_as_python(browser, site_url: str, real_site: Path) -> None:
-    ctx, page, spec = engine_page(browser, site_url, real_site, "diagnose-engine.js", "diagnose-ranks.js")
+    ctx, page, spec = engine_page(browser, site_url, real_site, "diagnose-metrics.js", "diagnose-engine.js", "diagnose-ranks.js")
     logs = [(name, text) for name, text in scenario_logs().items()]
     logs += [(log.name, log.path.read_bytes().decode("utf-8", "replace")) for log in labelled_logs()]
     named = 0
@@ -35,7 +35,7 @@ def test_browser_engine_names_the_same_rank_as_python(browser, site_url: str, re
 
 def test_browser_engine_names_every_initiating_rank_of_the_real_logs(browser, site_url: str, real_site: Path) -> None:
     """tests/ranklogs/: the browser engine gives the Python engine's verdict, and both name the right rank."""
-    ctx, page, spec = engine_page(browser, site_url, real_site, "diagnose-engine.js", "diagnose-ranks.js")
+    ctx, page, spec = engine_page(browser, site_url, real_site, "diagnose-metrics.js", "diagnose-engine.js", "diagnose-ranks.js")
     rows = []
     for log in rank_logs():
         data = log.path.read_bytes()

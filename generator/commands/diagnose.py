@@ -1,24 +1,29 @@
 """`failpedia diagnose LOG...`: the logs read in chunks (a .gz too, or standard input), matched
-with diagnose's Matcher and printed, the answer first; `--follow` watches a growing log."""
+with diagnose's Matcher and printed, the answer first; `--follow` watches a growing log. Several
+logs, or a folder of them, are merged in time order first (logmerge.py)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
+import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from ..config import load_config
 from ..diagnose import CHUNK, EVIDENCE_CHARS, Match, Matcher, matcher_spec, rank_hits
 from ..load import shown
+from ..metrics import SPARK, sparkline
 from ..locate import Encyclopedia, locate
+from ..logmerge import MAX_FILES, SKIP_NAMES, MergedLog, identify, merged_lines, natural_key
 from ..problems import BuildFailed, SetupError, UsageError
 from ..progress import Progress
-from ..ranks import RankScanner, RankVerdict, initiating_rank
+from ..ranks import LogSource, RankScanner, RankVerdict, initiating_rank
 
 __all__ = ["cmd_diagnose", "load_spec"]
 
@@ -47,11 +52,11 @@ def _open(path: str) -> _Stream:
     return gzip.GzipFile(path, "rb")
 
 
-def _chunks(path: str, stream: _Stream) -> Iterator[bytes]:
+def _chunks(path: str, stream: _Stream, size: int = CHUNK) -> Iterator[bytes]:
     first = True
     while True:
         try:
-            data = stream.read(CHUNK)
+            data = stream.read(size)
         except (OSError, EOFError, gzip.BadGzipFile) as e:
             raise _InputError(f"{path}: cannot read: {e}") from None
         if not data:
@@ -89,6 +94,53 @@ def _where(path: Path) -> str:
         return str(path)
 
 
+def _expand(paths: list[str]) -> tuple[list[str], bool, list[str]]:
+    """The log files the arguments name: a folder stands for the files in it and below it (not
+    hidden ones, nor names that are not logs: SKIP_NAMES, nor binary files). Returns the files,
+    whether a folder was given, and the files of folders that were passed over as not text."""
+    files: list[str] = []
+    skipped: list[str] = []
+    folder = False
+    for path in paths:
+        if path == "-" or not os.path.isdir(path):
+            if path != "-" and not os.path.exists(path):
+                raise UsageError(f"{path}: cannot read: No such file or directory; check the path (a shell glob that matched nothing stays as typed)")
+            files.append(path)
+            continue
+        folder = True
+        found: list[str] = []
+        for top, dirs, names in os.walk(path):
+            dirs[:] = sorted((d for d in dirs if not d.startswith(".")), key=natural_key)
+            for name in sorted(names, key=natural_key):
+                full = os.path.join(top, name)
+                if SKIP_NAMES.search(name) or not os.path.isfile(full):
+                    continue
+                if _binary(full):
+                    skipped.append(full)
+                    continue
+                found.append(full)
+                if len(files) + len(found) > MAX_FILES:
+                    raise UsageError(
+                        f"{path}: more than {MAX_FILES:,} log files in this folder and below it; pass the files of one job "
+                        f"(e.g. {os.path.join(path, '*.log')}) or a folder that holds only its logs")
+        if not found:
+            raise UsageError(f"{path}: no log files in this folder or below it" + (f" ({len(skipped)} binary files passed over)" if skipped else "")
+                             + "; pass the log files themselves")
+        files.extend(found)
+    if len(files) > MAX_FILES:
+        raise UsageError(f"{len(files):,} log files: more than the {MAX_FILES:,} one diagnosis merges; pass the files of one job")
+    return files, folder, skipped
+
+
+def _binary(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8192)
+    except OSError:
+        return False  # reading it again will say why
+    return not head.startswith(b"\x1f\x8b") and b"\x00" in head
+
+
 def _evidence_lines(m: Match, indent: str, out: TextIO) -> None:
     for e in m.evidence:
         rank = f" [rank {e.rank}]" if e.rank is not None else ""
@@ -96,17 +148,41 @@ def _evidence_lines(m: Match, indent: str, out: TextIO) -> None:
         print(f"{indent}{shown(e.file, 1000)}:{e.line}{rank}  {shown(e.text, EVIDENCE_CHARS)}", file=out)
 
 
+def _can_print(out: TextIO, text: str) -> bool:
+    try:
+        text.encode(getattr(out, "encoding", None) or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def _number(v: float | None) -> str:
+    return "nan/inf" if v is None else f"{v:.6g}"
+
+
+def _series_lines(m: Match, indent: str, out: TextIO) -> None:
+    """The readings of each numeric fingerprint that fired, as a one-line sparkline."""
+    ascii_only = not _can_print(out, SPARK)
+    for s in m.series:
+        points = s["points"]
+        values = [p[1] for p in points]
+        finite = [v for v in values if v is not None]
+        fired = ", ".join(str(p[0]) for p in s["fired"])
+        shown_of = f"{len(points)} of {s['readings']}" if s["readings"] > len(points) else str(len(points))
+        print(f"{indent}{s['metric']} over lines {points[0][0]}-{points[-1][0]} ({shown_of} readings; {s['check']} fired at line"
+              f"{'s' * (len(s['fired']) > 1)} {fired}):", file=out)
+        print(f"{indent}  {sparkline(values, ascii_only=ascii_only)}  first {_number(values[0])}, last {_number(values[-1])}, "
+              f"max {_number(max(finite) if finite else None)}", file=out)
+
+
 def _print_text(matches: list[Match], top: int, out: TextIO, spec: dict[str, Any] | None = None,
-                page: Callable[[str], Path | None] | None = None, verdict: RankVerdict | None = None) -> None:
+                page: Callable[[str], Path | None] | None = None, verdict: RankVerdict | None = None, several: bool = False) -> None:
     """The answer first (with its quick answer, fix and first steps), the failures it caused under
     it as consequences, then the other possible causes. `page(url)`: a built page's path, or None."""
     if not matches:
         print("No known failure matched this log.", file=out)
         if verdict is not None:  # the log still says which rank the others waited for
-            host = f" on {verdict.host}" if verdict.host else ""
-            print(f"Started on rank {verdict.rank}{host}: {verdict.reason}.", file=out)
-            if verdict.disagrees:
-                print(f"Note: {verdict.disagrees}.", file=out)
+            _verdict(verdict, "", out)
         return
     entries = (spec or {}).get("entries", {})
     shown_matches = matches[:top]
@@ -114,10 +190,7 @@ def _print_text(matches: list[Match], top: int, out: TextIO, spec: dict[str, Any
     info = entries.get(answer.slug, {})
     print(f"1. {answer.title}  [{'the answer' if answer.role == 'initiating' else answer.role}, {answer.certainty} match]", file=out)
     if verdict is not None:
-        host = f" on {verdict.host}" if verdict.host else ""
-        print(f"   Started on rank {verdict.rank}{host}: {verdict.reason}.", file=out)
-        if verdict.disagrees:
-            print(f"   Note: {verdict.disagrees}.", file=out)
+        _verdict(verdict, "   ", out, {(e.file, e.line) for e in answer.evidence})
     if info.get("summary"):
         print(f"   Quick answer: {info['summary']}", file=out)
     if info.get("fix"):
@@ -128,9 +201,11 @@ def _print_text(matches: list[Match], top: int, out: TextIO, spec: dict[str, Any
     print(f"   Read: {_where(local)}  (online: {answer.url})" if local else f"   Read: {answer.url}", file=out)
     print("   Evidence:", file=out)
     _evidence_lines(answer, "     ", out)
+    _series_lines(answer, "     ", out)
     for m in shown_matches[1:]:
         if m.tied_with == answer.slug and m.evidence and answer.evidence:
-            print(f"   Why not {m.title}? It matches the same line {answer.evidence[0].line} as strongly; this answer's fingerprint "
+            at = f"{shown(answer.evidence[0].file, 1000)}:" if several else ""
+            print(f"   Why not {m.title}? It matches the same line {at}{answer.evidence[0].line} as strongly; this answer's fingerprint "
                   f"matched more of it: \"{shown(answer.evidence[0].matched, 200)}\" against \"{shown(m.evidence[0].matched, 200)}\".", file=out)
     consequences = [m for m in shown_matches[1:] if m.role == "collateral"]
     if consequences:
@@ -147,13 +222,24 @@ def _print_text(matches: list[Match], top: int, out: TextIO, spec: dict[str, Any
             print(f"{n}. {m.title}  [also possible, {m.certainty} match]", file=out)
             print(f"   {m.url}", file=out)
             _evidence_lines(m, "   ", out)
+            _series_lines(m, "   ", out)
     used = sorted({m.certainty for m in shown_matches})
     print("(" + "; ".join(CERTAINTY[c] for c in used) + ")", file=out)
 
 
+def _verdict(verdict: RankVerdict, indent: str, out: TextIO, shown_already: Container[tuple[str, int]] = ()) -> None:
+    """"Started on rank R on host: why." and the lines that show it (those the evidence does not show already)."""
+    print(f"{indent}Started on {verdict.who}: {verdict.reason}.", file=out)
+    for file, line, text in verdict.lines:
+        if (file, line) not in shown_already:
+            print(f"{indent}  {shown(file, 1000)}:{line}  {shown(text, EVIDENCE_CHARS)}", file=out)
+    if verdict.disagrees:
+        print(f"{indent}Note: {verdict.disagrees}.", file=out)
+
+
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    if args.follow and (len(args.logs) != 1 or args.logs[0] == "-"):
-        raise UsageError("--follow takes exactly one log file (not -)")
+    if args.follow and (len(args.logs) != 1 or args.logs[0] == "-" or os.path.isdir(args.logs[0])):
+        raise UsageError("--follow takes exactly one log file (not -, nor a folder or several files: diagnose them when the job has ended)")
     if args.logs.count("-") > 1:
         raise UsageError("standard input (-) can be given only once")
     enc = locate(args.entries)
@@ -161,12 +247,19 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     spec = load_spec(enc)
     if args.follow:
         return _follow(spec, args.logs[0], base_url, args, enc)
+    files, folder, skipped = _expand(args.logs)
+    for path in skipped[:5]:
+        print(f"{shown(path, 1000)}: passed over: a binary file, not a text log", file=sys.stderr)
+    if len(skipped) > 5:
+        print(f"... and {len(skipped) - 5} more binary files passed over", file=sys.stderr)
+    if len(files) > 1 or folder:
+        return _merged(spec, files, base_url, args, enc)
     progress = Progress()
     matchers = []
     scanners = []
     try:
-        for path in args.logs:
-            m, scan = Matcher(spec, path), RankScanner()
+        for path in files:
+            m, scan = Matcher(spec, path), RankScanner(file=path)
             stream = _open(path)
             raw = getattr(stream, "fileobj", None) or stream  # a .gz: its compressed file says how far we are
             size = Path(path).stat().st_size if path != "-" and Path(path).is_file() else 0
@@ -188,14 +281,56 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     progress.done()
     matches = rank_hits(spec, matchers, base_url)
-    # One log's rank state is read on its own: ranks and SeqNums of different files are not one story.
-    verdict = initiating_rank(matches, scanners[0]) if len(scanners) == 1 else initiating_rank(matches)
+    return _report(matches, initiating_rank(matches, scanners[0]), args, spec, enc)
+
+
+def _report(matches: list[Match], verdict: RankVerdict | None, args: argparse.Namespace, spec: dict[str, Any],
+            enc: Encyclopedia, sources: list[LogSource] | None = None) -> int:
     if args.json:
-        print(json.dumps({"matches": [m.as_json() for m in matches[: args.top]],
-                          "initiating_rank": verdict.as_json() if verdict else None}, indent=2))
+        doc: dict[str, Any] = {"matches": [m.as_json() for m in matches[: args.top]], "initiating_rank": verdict.as_json() if verdict else None}
+        if sources is not None:  # several files: each one's rank, node or host as its path says
+            doc["files"] = [{"file": s.name, "rank": s.rank, "label": s.label, "host": s.host} for s in sources]
+        print(json.dumps(doc, indent=2))
     else:
-        _print_text(matches, args.top, sys.stdout, spec, enc.page, verdict)
+        if sources is not None:
+            print(f"Merged {len(sources)} files in time order: " + ", ".join(
+                shown(s.name, 200) + (f" ({s.label})" if s.label else "") for s in sources[:8]) + (", ..." if len(sources) > 8 else ""))
+        _print_text(matches, args.top, sys.stdout, spec, enc.page, verdict, several=sources is not None)
     return 0 if matches else 1
+
+
+def _merged(spec: dict[str, Any], files: list[str], base_url: str, args: argparse.Namespace, enc: Encyclopedia) -> int:
+    """Several logs: one story, merged in time order (logmerge.py), read a chunk of each at a time."""
+    order = sorted(files, key=natural_key)
+    sources = [identify(p) for p in order]
+    size = max(1 << 16, min(1 << 20, (16 << 20) // len(order)))  # memory: one read of each open file at a time
+    progress = Progress()
+    total = sum(os.path.getsize(p) for p in order if p != "-" and os.path.isfile(p)) or 1
+    log = MergedLog(spec, sources)
+    try:
+        with contextlib.ExitStack() as stack:
+            streams = []
+            for path in order:
+                try:
+                    stream = _open(path)
+                except _InputError as e:
+                    raise UsageError(f"{e}" + ("; too many open files: pass fewer logs, or raise `ulimit -n`" if "Too many open files" in str(e) else "")) from None
+                if path != "-":
+                    stack.callback(stream.close)
+                streams.append(stream)
+            raws = [getattr(s, "fileobj", None) or s for s in streams]
+            for n, (i, number, line) in enumerate(merged_lines([_chunks(p, s, size) for p, s in zip(order, streams)])):
+                log.feed(i, number, line)
+                if not n & 0xFFFF:
+                    done = sum(r.tell() for p, r in zip(order, raws) if p != "-")
+                    progress(f"merging {len(order)} logs: {min(100, done * 100 // total)}% of {total / 2**20:.0f} MiB")
+    except _InputError as e:
+        progress.done()
+        raise UsageError(str(e)) from None
+    progress.done()
+    log.close()
+    matches, verdict = log.result(base_url)
+    return _report(matches, verdict, args, spec, enc, sources)
 
 
 def _follow(spec: dict[str, Any], path: str, base_url: str, args: argparse.Namespace, enc: Encyclopedia) -> int:

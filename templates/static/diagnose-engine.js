@@ -2,6 +2,7 @@
 // top of generator/diagnose.py, on the same matcher definition (/api/fingerprints.json);
 // tests/test_diagnose_browser.py checks that both engines rank every test log the same way.
 /* exported diagnoseText, rankPrefix, literalScanner */
+/* global metricReader, MetricSeries */
 "use strict";
 
 // Rule 2's substring search for every literal at once: an Aho-Corasick automaton over the UTF-16
@@ -73,23 +74,40 @@ function diagnoseText(spec, text, file) {
   var rankRes = rules.rank_patterns.map(function (p) { return new RegExp(p); });
   var patterns = fps.map(function (fp) { return new RegExp(fp.pattern); });
   var nears = fps.map(function (fp) { return fp.near ? new RegExp(fp.near) : null; });
-  var state = fps.map(function () { return { count: 0, near: false, evidence: [], lastNear: -1e12, pending: [], previous: null, streak: 0, good: 0 }; });
+  function isNumeric(fp) { return Boolean(fp.rising || fp.share_above || (fp.falls_to !== null && fp.falls_to !== undefined) || fp.nonfinite); }
+  var state = fps.map(function (fp) {
+    return { count: 0, near: false, evidence: [], lastNear: -1e12, pending: [], previous: null, streak: 0, good: 0,
+             series: isNumeric(fp) ? new MetricSeries(rules.metrics.series_cap) : null };
+  });
+  var readMetric = metricReader(rules.metrics);
   var plainNumber = /^-?\d+(?:\.\d+)?$/;
   function toNumber(text) { return typeof text === "string" && plainNumber.test(text) ? parseFloat(text) : null; }
-  function onNumeric(i, m, ev) {
-    var fp = fps[i], st = state[i];
-    if (fp.rising) {
-      var value = toNumber(m[1]);
-      if (value === null) return;
+  // Rule 3b: a numeric fingerprint fires once its readings behave as declared (value: the
+  // reading, or the share for share_above; null when it is not finite).
+  function onNumeric(i, ev, value, finite) {
+    var fp = fps[i], st = state[i], fired = false;
+    st.series.add(ev.line, value);
+    if (fp.nonfinite) {
+      if (finite) st.good += 1;
+      fired = !finite && st.good > 0;
+    } else if (value === null) {
+      return;
+    } else if (fp.rising) {
       st.streak = st.previous !== null && value > st.previous ? st.streak + 1 : 1;
       st.previous = value;
-      if (st.streak >= fp.times) confirm(i, ev, false);
-      return;
+      fired = st.streak >= fp.times;
+    } else if (fp.falls_to !== null && fp.falls_to !== undefined) {
+      if (st.previous !== null && value < st.previous) st.streak += 1;
+      st.previous = value;
+      fired = st.streak >= fp.times && value <= fp.falls_to;
+    } else if (value >= fp.share_above) {
+      st.good += 1;
+      fired = st.good >= fp.times;
     }
-    var whole = toNumber(m[1]), part = toNumber(m[2]);
-    if (whole === null || part === null || whole <= 0 || part / whole < fp.share_above) return;
-    st.good += 1;
-    if (st.good >= fp.times) confirm(i, ev, false);
+    if (fired) {
+      st.series.fire(ev.line, value, rules.evidence_per_fingerprint);
+      onHit(i, ev);  // a metric fingerprint may still need its `near`
+    }
   }
 
   // literal -> its targets: fingerprint i's pattern is target i, its `near` pattern n + i
@@ -137,29 +155,12 @@ function diagnoseText(spec, text, file) {
     }
     return t.slice(0, room - 1) + "\u2026" + t.slice(lo, hi) + tail;
   }
-  // Rule 6, when first kept: most hits of a fingerprint that fires on many lines never are.
-  function lazyEvidence(number, line, found) {
-    var made = null;
-    var get = function () {
-      if (made) return made;
-      var segment = found.input;
-      var lead = segment.length - segment.replace(/^\s+/, "").length;
-      var trimmed = segment.trim();
-      var from = Math.max(0, found.index - lead), to = Math.min(trimmed.length, found.index + found[0].length - lead);
-      made = { file: file, line: number, rank: rankOf(line), text: elide(trimmed, from, to), matched: trimmed.slice(from, to) };
-      return made;
-    };
-    get.line = number;
-    return get;
-  }
   function sameEvidence(a, b) { return a.line === b.line && a.rank === b.rank && a.text === b.text && a.file === b.file; }
   function confirm(i, ev, near) {
     var st = state[i];
     st.count += 1;
     st.near = st.near || near;
-    if (st.evidence.length >= rules.evidence_per_fingerprint) return;
-    var made = typeof ev === "function" ? ev() : ev;
-    if (!st.evidence.some(function (e) { return sameEvidence(e, made); })) st.evidence.push(made);
+    if (st.evidence.length < rules.evidence_per_fingerprint && !st.evidence.some(function (e) { return sameEvidence(e, ev); })) st.evidence.push(ev);
   }
   function onNear(i, number) {
     var st = state[i];
@@ -174,7 +175,7 @@ function diagnoseText(spec, text, file) {
     else if (ev.line - st.lastNear <= fp.window) confirm(i, ev, true);
     else {
       st.pending = st.pending.filter(function (p) { return p.line >= ev.line - fp.window; });
-      if (st.pending.length < rules.pending_limit) st.pending.push(ev());
+      if (st.pending.length < rules.pending_limit) st.pending.push(ev);
     }
   }
   function byNumber(a, b) { return a - b; }
@@ -198,29 +199,72 @@ function diagnoseText(spec, text, file) {
       : [line.length > maxLine ? line.slice(0, maxLine) : line];
     for (var t = 0; t < found.length; t++) {  // on one line, `near` patterns first, then patterns
       if (found[t] >= n) {
-        var i = found[t] - n, rx = nears[i];
-        if (rx && segments.some(function (s) { return rx.test(s); })) onNear(i, number);
+        var j = found[t] - n, rx = nears[j];
+        if (rx && segments.some(function (s) { return rx.test(s); })) onNear(j, number);
       }
     }
+    var rank;  // read once, when the line gives evidence
+    function evidenceOf(segment, start, end) {
+      if (rank === undefined) rank = rankOf(line);
+      var lead = segment.length - segment.replace(/^\s+/, "").length;
+      var trimmed = segment.trim();
+      var from = Math.max(0, start - lead), to = Math.min(trimmed.length, end - lead);
+      return { file: file, line: number, rank: rank, text: elide(trimmed, from, to), matched: trimmed.slice(from, to) };
+    }
+    var readings = new Map();  // a line's readings, shared by its metric fingerprints
+    function reading(name, k) {
+      var key = name + "\u0000" + k;
+      if (!readings.has(key)) readings.set(key, readMetric(name, segments[k]));
+      return readings.get(key);
+    }
     for (t = 0; t < found.length && found[t] < n; t++) {
-      i = found[t];
+      var i = found[t], fp = fps[i];
+      if (fp.metric) {  // the reading of the first segment that has one
+        for (var s = 0; s < segments.length; s++) {
+          var got = reading(fp.metric, s);
+          if (got === null) continue;
+          var mev = evidenceOf(segments[s], got.start, got.end);
+          if (fp.of) {
+            var whole = reading(fp.of, s);
+            if (got.value !== null && whole !== null && whole.value !== null && whole.value > 0) onNumeric(i, mev, got.value / whole.value, true);
+          } else {
+            onNumeric(i, mev, got.value, got.value !== null);
+          }
+          break;
+        }
+        continue;
+      }
       var m = null;
       for (var g = 0; g < segments.length && !m; g++) m = patterns[i].exec(segments[g]);
       if (!m) continue;
-      var ev = lazyEvidence(number, line, m);
-      if (fps[i].rising || fps[i].share_above) onNumeric(i, m, ev);
-      else onHit(i, ev);
+      var ev = evidenceOf(m.input, m.index, m.index + m[0].length);
+      if (fp.rising || fp.share_above) {
+        var first = toNumber(m[1]);
+        if (fp.rising) { if (first !== null) onNumeric(i, ev, first, true); }
+        else {
+          var part = toNumber(m[2]);
+          if (first !== null && part !== null && first > 0) onNumeric(i, ev, part / first, true);
+        }
+      } else onHit(i, ev);
     }
   });
 
   // Rules 4 and 5: score and rank.
-  var score = new Map(), evidence = new Map();
+  var score = new Map(), evidence = new Map(), series = new Map();
+  var CHECKS = ["rising", "share_above", "falls_to", "nonfinite"];
   fps.forEach(function (fp, i) {
     var st = state[i];
     if (!st.count) return;
     score.set(fp.slug, (score.get(fp.slug) || 0) + fp.score + (st.near ? rules.near_bonus : 0));
     if (!evidence.has(fp.slug)) evidence.set(fp.slug, []);
     Array.prototype.push.apply(evidence.get(fp.slug), st.evidence);
+    if (st.series) {  // as diagnose._series_json
+      var check = CHECKS.filter(function (c) { return fp[c] !== null && fp[c] !== undefined && fp[c] !== false; })[0];
+      var metric = fp.metric || "value";
+      if (!series.has(fp.slug)) series.set(fp.slug, []);
+      series.get(fp.slug).push({ fingerprint: fp.id, file: file, check: check, metric: fp.of ? metric + " / " + fp.of : metric,
+                                 readings: st.series.seen, points: st.series.points, fired: st.series.fired });
+    }
   });
   function cmp(a, b) { return a < b ? -1 : a > b ? 1 : 0; }
   // Of two rows of one line, the one whose fingerprint matched more of it.
@@ -254,7 +298,8 @@ function diagnoseText(spec, text, file) {
     var above = n ? candidates[n - 1] : null;
     var tied = above && above.score === c.score && above.evidence[0].line === c.evidence[0].line ? above.slug : null;
     return { slug: c.slug, title: e.title, url: e.url, confidence: Math.round(Math.min(1, c.score / 10) * 100) / 100,
-             certainty: c.score >= 10 ? "definitive" : "strong", role: role, score: c.score, tied_with: tied, evidence: c.evidence, _n: n };
+             certainty: c.score >= 10 ? "definitive" : "strong", role: role, score: c.score, tied_with: tied, evidence: c.evidence,
+             series: series.get(c.slug) || [], _n: n };
   });
   out.sort(function (a, b) { return order[a.role] - order[b.role] || a._n - b._n; });
   out.forEach(function (m) { delete m._n; });

@@ -5,8 +5,13 @@
 /* global rankPrefix */
 "use strict";
 
-function initiatingRank(spec, text, matches) {
+// `merged` (optional): several files merged by diagnose-merge.js; `text` is then its merged text.
+function initiatingRank(spec, text, matches, file, merged) {
   var R = spec.rules.ranks;
+  var hostPrefix = new RegExp(spec.rules.ranks.merge.host_prefix);
+  var single = file === undefined ? "-" : file;
+  var src = null, fileHosts = new Map(), seen = new Set();
+  var sources = merged ? merged.sources : [];
   var ansi = new RegExp(spec.rules.ansi, "g");
   var rankRes = spec.rules.rank_patterns.map(function (p) { return new RegExp(p); });
   var rx = {};
@@ -17,12 +22,13 @@ function initiatingRank(spec, text, matches) {
 
   // --- the scanner -----------------------------------------------------------------------
   var ranks = new Map(), hosts = new Map(), world = null, rootCause = null, inRoot = 0, rootHost = null;
+  function here() { return src ? src.name : single; }
   // Ranks the software names as not having arrived (monitored barrier, Horovod's stall report):
   // rank -> [times named, first line]; the ranks a barrier's waiters blame; the waiters.
   var named = new Map(), blamed = new Map(), waiters = new Set(), inStalled = 0;
   function name(table, rank, number, line) {
     if (table.has(rank)) table.get(rank)[0] += 1;
-    else if (table.size < R.max_ranks) table.set(rank, [1, [number, line.trim().slice(0, R.line_chars)]]);
+    else if (table.size < R.max_ranks) table.set(rank, [1, [here(), number, line.trim().slice(0, R.line_chars)]]);
   }
   function state(rank) {
     if (!ranks.has(rank)) {
@@ -32,17 +38,22 @@ function initiatingRank(spec, text, matches) {
     return ranks.get(rank);
   }
   function note(st, number, line) {
-    if (st.lines.length < R.lines_per_rank) st.lines.push([number, line.trim().slice(0, R.line_chars)]);
+    if (st.lines.length < R.lines_per_rank) st.lines.push([here(), number, line.trim().slice(0, R.line_chars)]);
   }
   function hasLiteral(line) {
     for (var i = 0; i < R.literals.length; i++) if (line.indexOf(R.literals[i]) >= 0) return true;
     return false;
   }
   function onLine(raw, index) {
+    var number = index + 1, m;
+    if (merged) {  // each merged line at its own file's line (generator/ranks.py: feed_merged)
+      src = merged.sources[merged.file[index]];
+      number = merged.line[index];
+      seen.add(src.name);
+    }
     if (!inRoot && !inStalled && !hasLiteral(raw)) return;
     var line = raw.indexOf("\x1b") >= 0 ? raw.replace(ansi, "") : raw;
     line = line.replace(/\r+$/, "");
-    var number = index + 1, m;
     if (inStalled) {
       if ((m = rx.horovod_stalled_rank.exec(line))) { inStalled -= 1; name(named, parseInt(m[1], 10), number, line); return; }
       inStalled = 0;
@@ -59,7 +70,7 @@ function initiatingRank(spec, text, matches) {
     if (inRoot) {
       inRoot -= 1;
       if ((m = rx.root_host.exec(line))) rootHost = m[1];
-      else if ((m = rx.root_rank.exec(line))) { rootCause = [parseInt(m[1], 10), rootHost, number]; inRoot = 0; }
+      else if ((m = rx.root_rank.exec(line))) { rootCause = [parseInt(m[1], 10), rootHost, here(), number]; inRoot = 0; }
       return;
     }
     if (line.indexOf("Root Cause") >= 0) { inRoot = R.root_block_lines; rootHost = null; return; }
@@ -70,9 +81,15 @@ function initiatingRank(spec, text, matches) {
     }
     var who = rx.rank_in_text.exec(line);
     var prefixed = rankOf(line);
+    if (prefixed === null && src !== null) prefixed = src.rank;  // a per-rank file's name is its lines' prefix
     var found = prefixed !== null ? prefixed : who ? parseInt(who[2], 10) : null;
     var pg = who && who[1] !== undefined ? who[1] : null;
     if (found === null) return;
+    if (src !== null && !fileHosts.has(found) && fileHosts.size < R.max_ranks) {
+      var hp = hostPrefix.exec(line);
+      var fh = hp ? hp[1] : src.host;
+      if (fh !== null) fileHosts.set(found, fh);
+    }
     var st = state(found);
     if (st === null) return;
     if ((m = rx.watchdog.exec(line))) {
@@ -86,11 +103,17 @@ function initiatingRank(spec, text, matches) {
     }
     if (rx.first_dump.test(line)) { st.firstDump = true; note(st, number, line); }
   }
-  // The lines that hold a literal, found by one search over the text (splitting 50 MB into lines
-  // costs more), and the lines of a block that a line opened, in order.
+  // One log: the lines that hold a literal, found by one search over the text (splitting 50 MB
+  // into lines costs more), and the lines of a block that a line opened, in order. Merged logs:
+  // every line, each of which says which file was seen.
+  if (merged) {
+    var lines = text.split("\n");
+    if (lines.length && lines[lines.length - 1] === "") lines.pop();
+    lines.forEach(onLine);
+  }
   var anyLiteral = new RegExp(R.literals.map(function (l) { return l.replace(/[.*+?^${}()|[\]\\\/]/g, "\\$&"); }).join("|"), "g");
   var start = 0, index = 0, counted = 0;
-  while (start < text.length) {
+  while (!merged && start < text.length) {
     if (!inRoot && !inStalled) {
       anyLiteral.lastIndex = start;
       var hit = anyLiteral.exec(text);
@@ -156,11 +179,18 @@ function initiatingRank(spec, text, matches) {
       return [br, "ranks " + span(waiting) + " timed out in " + where + "; rank " + br + "'s last enqueued work was " + ranks.get(br).enqueued +
         ": it never entered that collective", ranks.get(br).lines];
     }
+    // Per-rank files say how many ranks there are too, and which printed nothing.
+    var fileRanks = new Map();
+    sources.forEach(function (s) { if (s.rank !== null) fileRanks.set(s.rank, s.name); });
+    var expected = world ? world : fileRanks.size >= 2 ? Math.max.apply(null, Array.from(fileRanks.keys())) + 1 : 0;
     var silent = [];
-    if (world) for (var r = 0; r < world; r++) if (!timed.has(r)) silent.push(r);
+    for (var r = 0; r < expected; r++) if (!timed.has(r)) silent.push(r);
     if (silent.length && waiting.length >= 2 && silent.length <= waiting.length) {
       var others = silent.slice(1).join(", ");
-      return [silent[0], "ranks " + span(waiting) + " timed out in " + where + "; rank " + silent[0] + " reported no timeout: it never entered that " +
+      var why = "";
+      if (fileRanks.size && !fileRanks.has(silent[0])) why = " (no log file for it)";
+      else if (fileRanks.has(silent[0]) && !seen.has(fileRanks.get(silent[0]))) why = " (its log file " + fileRanks.get(silent[0]) + " is empty)";
+      return [silent[0], "ranks " + span(waiting) + " timed out in " + where + "; rank " + silent[0] + " reported no timeout" + why + ": it never entered that " +
         "collective, so look at what it was doing" + (others ? " (also silent: " + others + ")" : ""), []];
     }
     return null;  // the first rank to signal the flight-recorder dump waited longest: a victim
@@ -188,9 +218,8 @@ function initiatingRank(spec, text, matches) {
     var ranked = top.evidence.filter(function (e) { return e.rank !== null; });
     var own = ranked.filter(function (e) { return !stuckRanks.has(e.rank); });
     if (ranked.length && own.length) {
-      own.sort(function (a, b) { return a.file < b.file ? -1 : a.file > b.file ? 1 : a.line - b.line; });
-      var ev = own[0];
-      verdict = { rank: ev.rank, reason: "rank " + ev.rank + " printed " + top.title, lines: [[ev.line, ev.text]] };
+      var ev = own[0];  // the first (in time, for several files)
+      verdict = { rank: ev.rank, reason: "rank " + ev.rank + " printed " + top.title, lines: [[ev.file, ev.line, ev.text]] };
     }
   }
   if (verdict === null && blamed.size) {
@@ -206,24 +235,45 @@ function initiatingRank(spec, text, matches) {
     var w = fromWatchdog();
     if (w) verdict = { rank: w[0], reason: w[1], lines: w[2] };
   }
+  if (verdict === null && top && top.role === "initiating") verdict = fromFiles(top);
   if (verdict === null) return null;
+  function asJson(v, host, disagrees) {
+    return {
+      rank: v.rank, host: host, origin: v.origin || null, reason: v.reason,
+      lines: v.lines.map(function (l) { return { file: l[0], line: l[1], text: l[2] }; }), root_cause_disagrees: disagrees,
+    };
+  }
+  if (verdict.rank === null) return asJson(verdict, verdict.host, null);
   var host = hosts.has(verdict.rank) ? hosts.get(verdict.rank) : null;
   if (host === null && ownLines) { // the rank's own NCCL line says where it runs
     for (var li = 0; li < verdict.lines.length; li++) {
-      var hm = rx.line_host.exec(verdict.lines[li][1]);
+      var hm = rx.line_host.exec(verdict.lines[li][2]);
       if (hm) { host = hm[1]; break; }
     }
   }
+  if (host === null && fileHosts.has(verdict.rank)) host = fileHosts.get(verdict.rank);
   var disagrees = null;
   if (rootCause) {
     if (host === null && rootCause[0] === verdict.rank) host = rootCause[1];
     if (rootCause[0] !== verdict.rank) {
-      disagrees = "torchrun's Root Cause (line " + rootCause[2] + ") names rank " + rootCause[0] + ", the first to exit; it exited because of rank " +
-        verdict.rank + "'s failure";
+      disagrees = "torchrun's Root Cause (" + (sources.length ? rootCause[2] + ":" + rootCause[3] : "line " + rootCause[3]) + ") names rank " + rootCause[0] +
+        ", the first to exit; it exited because of rank " + verdict.rank + "'s failure";
     }
   }
-  return {
-    rank: verdict.rank, host: host, reason: verdict.reason,
-    lines: verdict.lines.map(function (l) { return { line: l[0], text: l[1] }; }), root_cause_disagrees: disagrees,
-  };
+  return asJson(verdict, host, disagrees);
+
+  // Several files whose lines carry no rank: the failure shows in some files only (every evidence
+  // row shown, fewer than the cap), and the first is named for what its path says.
+  function fromFiles(first) {
+    if (!sources.length || first.evidence.length >= spec.rules.evidence_per_entry) return null;
+    var byName = new Map();
+    sources.forEach(function (s) { byName.set(s.name, s); });
+    var files = new Set(first.evidence.map(function (e) { return e.file; }));
+    var written = new Set(sources.filter(function (s) { return seen.has(s.name); }).map(function (s) { return s.name; }));
+    var ev0 = first.evidence[0], s0 = byName.get(ev0.file);
+    var subset = files.size < written.size && Array.from(files).every(function (f) { return written.has(f); });
+    if (!s0 || s0.label === null || ev0.rank !== null || !subset) return null;
+    return { rank: null, host: s0.host, origin: s0.label + " (" + s0.name + ")", lines: [[ev0.file, ev0.line, ev0.text]],
+             reason: s0.label + " printed " + first.title + "; " + (written.size - files.size) + " of the " + written.size + " files do not show it" };
+  }
 }

@@ -205,11 +205,13 @@
         terms.filter(function (t) { return t.length >= R.typo_min - 1 && edit1(term, t); }).slice(0, R.prefix_max).forEach(function (t) { out.push([t, R.typo]); });
       }
     }
-    // A longer word or a typo's neighbour is worth no more than the word typed (search.py: clause_scores).
+    // A longer word or a typo's neighbour is worth no more than the word typed; another spelling,
+    // the mean of the word's and its group's rarity (search.py: clause_scores).
     var own = find(term);
     return out.map(function (a) {
       var f = find(a[0]);
       var idf = (a[1] === R.prefix || a[1] === R.typo) && own ? Math.min(f.idf, own.idf) : f.idf;
+      if (a[1] === R.group && own) idf = Math.floor((f.idf + own.idf) / 2);
       return { term: a[0], factor: a[1], idf: idf, chunk: f.chunk };
     });
   }
@@ -320,7 +322,20 @@
         });
       });
       Object.keys(cover).forEach(function (d) { if (cover[d] > best) best = cover[d]; });
-      Object.keys(scores).forEach(function (d) { if (cover[d] !== best) delete scores[d]; });
+      // A long query may be missed by one clause in R.slack_per, at the share of the clauses'
+      // worth it misses, per mille (search.py: rank).
+      var need = best - Math.floor((found.length - 1) / R.slack_per);
+      var tops = found.map(function (s) {
+        return Object.keys(s).reduce(function (m, d) { return Math.max(m, s[d]); }, 0);
+      });
+      var total = tops.reduce(function (a, b) { return a + b; }, 0);
+      Object.keys(scores).forEach(function (d) {
+        if (cover[d] < need) { delete scores[d]; return; }
+        var got = 0;
+        found.forEach(function (s, k) { if (has(s, d)) got += tops[k]; });
+        var share = Math.floor(got * 1000 / total), x = scores[d] * share;
+        scores[d] = (x - x % 1000) / 1000;
+      });
     } else if (tagRank) {
       pool.forEach(function (d) { scores[d] = tagRank[d]; });
     }
