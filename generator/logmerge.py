@@ -35,7 +35,7 @@ from .diagnose import CHUNK, Evidence, Match, Matcher, rank_hits
 from .rankrules import MERGE_RULES
 from .ranks import LogSource, RankScanner, RankVerdict, initiating_rank
 
-__all__ = ["LogSource", "MergedLog", "diagnose_files", "identify", "merged_lines", "natural_key", "stamp"]
+__all__ = ["MERGED", "LogSource", "MergedLog", "diagnose_files", "identify", "merged_lines", "natural_key", "stamp"]
 
 _M = MERGE_RULES
 _STAMP = re.compile("|".join(f"(?:{p})" for p in _M["timestamps"]), re.ASCII)
@@ -47,6 +47,7 @@ MAX_FILES = _M["max_files"]
 SKIP_NAMES = re.compile(_M["skip_names"], re.ASCII | re.IGNORECASE)
 _DIGITS = re.compile(r"(\d+)", re.ASCII)
 BATCH_LINES = 65_536  # merged lines per chunk fed to the matcher
+MERGED = "merged"  # the file name the matcher knows the merged log by
 
 
 def identify(name: str) -> LogSource:
@@ -143,7 +144,7 @@ class MergedLog:
     def __init__(self, spec: dict[str, Any], sources: Sequence[LogSource]) -> None:
         self.spec = spec
         self.sources = list(sources)
-        self.matcher = Matcher(spec, "merged")
+        self.matcher = Matcher(spec, MERGED)
         self.scanner = RankScanner(sources=self.sources)
         self._batch: list[bytes] = []
         self._where: list[tuple[int, int]] = []  # (source, line) of each line in the batch
@@ -173,11 +174,14 @@ class MergedLog:
         lo, hi = self._base, self._base + len(self._batch)
         held: dict[int, tuple[int, int]] = {}
         for st in self.matcher.state:
-            for e in itertools.chain(st.evidence, st.pending):
-                if e.line in self._origins:
-                    held[e.line] = self._origins[e.line]
-                elif lo < e.line <= hi:
-                    held[e.line] = self._where[e.line - lo - 1]
+            lines = [e.line for e in itertools.chain(st.evidence, st.pending)]
+            if st.series is not None:  # a numeric fingerprint's readings (bounded: metrics.SERIES_CAP)
+                lines += [p[0] for p in itertools.chain(st.series.points, st.series.fired)]
+            for n in lines:
+                if n in self._origins:
+                    held[n] = self._origins[n]
+                elif lo < n <= hi:
+                    held[n] = self._where[n - lo - 1]
         self._origins = held
 
     def close(self) -> None:
@@ -191,7 +195,18 @@ class MergedLog:
             src = self.sources[i]
             return dataclasses.replace(e, file=src.name, line=line, rank=e.rank if e.rank is not None else src.rank)
 
-        matches = [dataclasses.replace(m, evidence=tuple(map(located, m.evidence))) for m in rank_hits(self.spec, [self.matcher], base_url)]
+        def placed(s: dict[str, Any]) -> dict[str, Any]:
+            """A series read from one file is told in that file's lines; one that spans several
+            keeps the merged log's line numbers (and its file stays "merged")."""
+            where = [self._origins[p[0]] for p in itertools.chain(s["points"], s["fired"])]
+            if len({i for i, _ in where}) != 1:
+                return s
+            lines = iter(line for _, line in where)
+            return {**s, "file": self.sources[where[0][0]].name,
+                    "points": [[next(lines), p[1]] for p in s["points"]], "fired": [[next(lines), p[1]] for p in s["fired"]]}
+
+        matches = [dataclasses.replace(m, evidence=tuple(map(located, m.evidence)), series=tuple(map(placed, m.series)))
+                   for m in rank_hits(self.spec, [self.matcher], base_url)]
         return matches, initiating_rank(matches, self.scanner)
 
 

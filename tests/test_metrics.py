@@ -184,7 +184,7 @@ def test_the_sparkline_is_ascii_where_stdout_cannot_print_blocks() -> None:
         "fingerprint": "x#0", "file": "-", "check": "rising", "metric": "grad_norm", "readings": 3,
         "points": [[1, 1.0], [2, 2.0], [3, 3.0]], "fired": [[3, 3.0]]},))
     out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
-    _series_lines(m, "", out)
+    _series_lines(m, "", out, several=False)
     out.flush()
     text = out.buffer.getvalue().decode("ascii")  # type: ignore[attr-defined]
     assert "grad_norm over lines 1-3" in text and "first 1, last 3, max 3" in text

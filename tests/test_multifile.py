@@ -224,6 +224,29 @@ def test_evidence_keeps_its_file_and_line_across_matcher_batches(knowledge: Know
         assert diagnose_files(knowledge.spec, case.files())[:2] == whole[case.name], case.name
 
 
+def series_files() -> list[tuple[str, bytes]]:
+    """A grad norm that climbs in rank 1's log, while rank 0's holds other lines in between."""
+    climb = (REPO / "tests" / "metriclogs" / "grad_norm--hf-trainer--fires.log").read_bytes()
+    stamped = b"".join(b"[2024-11-30 02:23:%02d,000] " % (2 * k + 1) + line + b"\n" for k, line in enumerate(climb.splitlines()))
+    other = b"".join(b"[2024-11-30 02:23:%02d,000] step done\n" % (2 * k) for k in range(len(climb.splitlines())))
+    return [("rank0.log", other), ("rank1.log", stamped)]
+
+
+def test_a_series_from_one_file_is_told_in_that_files_lines(knowledge: Knowledge) -> None:
+    """Numeric evidence is placed like any other: a series read from one file carries that file
+    and its line numbers; one whose readings come from several files keeps the merged log's."""
+    files = series_files()
+    matches, _, _ = diagnose_files(knowledge.spec, files)
+    series = [s for m in matches for s in m.series]
+    assert series and all(s["file"] == "rank1.log" for s in series)
+    lines = files[1][1].decode().split("\n")
+    assert all(str(p[1]).rstrip("0").rstrip(".") in lines[p[0] - 1] or p[1] is None for s in series for p in s["points"])
+    assert [p[0] for p in series[0]["points"]] == list(range(1, len(series[0]["points"]) + 1))
+    both = [files[1], ("rank2.log", files[1][1].replace(b"02:23:", b"02:24:"))]  # the climb again, later
+    matches, _, _ = diagnose_files(knowledge.spec, both)
+    assert [s["file"] for m in matches for s in m.series] and all(s["file"] == "merged" for m in matches for s in m.series)
+
+
 def pdsh_files() -> list[tuple[str, bytes]]:
     """DeepSpeed's multi-node runner (pdsh) prefixes each line with its host; one file per node."""
     from test_ranks import enqueued, watchdog

@@ -8,7 +8,7 @@ from pathlib import Path
 from browser import *  # noqa: F403
 from generator.logmerge import diagnose_files, natural_key
 from test_diagnose_browser import diagnose_page, wait_done  # noqa: F401 (a fixture)
-from test_multifile import MULTI_DIR, NAMES, multi_cases, pdsh_files, verdict_ok
+from test_multifile import MULTI_DIR, NAMES, multi_cases, pdsh_files, series_files, verdict_ok
 
 MERGE_AND_DIAGNOSE = """([files]) => {
   const spec = window.__spec;
@@ -20,7 +20,7 @@ MERGE_AND_DIAGNOSE = """([files]) => {
 
 def test_browser_engine_merges_and_names_the_same_rank_as_python(browser, site_url: str, real_site: Path) -> None:
     """tests/ranklogs/multi/: the same matches, evidence files and lines, and verdict in both engines."""
-    ctx, page, spec = engine_page(browser, site_url, real_site, "diagnose-engine.js", "diagnose-ranks.js", "diagnose-merge.js")
+    ctx, page, spec = engine_page(browser, site_url, real_site, "diagnose-metrics.js", "diagnose-engine.js", "diagnose-ranks.js", "diagnose-merge.js")
     def same(name: str, files: list[tuple[str, bytes]]):
         matches, py, _ = diagnose_files(spec, files)
         js = page.evaluate(MERGE_AND_DIAGNOSE, [[{"name": n, "text": d.decode("utf-8", "replace")} for n, d in files]])
@@ -29,6 +29,7 @@ def test_browser_engine_merges_and_names_the_same_rank_as_python(browser, site_u
         return py
 
     assert same("pdsh host prefixes", pdsh_files()).host == "gpu1505"
+    same("a series in one file", series_files())
     assert page.evaluate("names => names.slice().sort(naturalCompare)", NAMES) == sorted(NAMES, key=natural_key)
     rows = [(case.name, verdict_ok(case, same(case.name, case.files()))) for case in multi_cases()]
     print(f"\ninitiating rank named right in both engines: {sum(ok for _, ok in rows)}/{len(rows)}")

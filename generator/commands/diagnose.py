@@ -20,7 +20,7 @@ from ..diagnose import CHUNK, EVIDENCE_CHARS, Match, Matcher, matcher_spec, rank
 from ..load import shown
 from ..metrics import SPARK, sparkline
 from ..locate import Encyclopedia, locate
-from ..logmerge import MAX_FILES, SKIP_NAMES, MergedLog, identify, merged_lines, natural_key
+from ..logmerge import MAX_FILES, MERGED, SKIP_NAMES, MergedLog, identify, merged_lines, natural_key
 from ..problems import BuildFailed, SetupError, UsageError
 from ..progress import Progress
 from ..ranks import LogSource, RankScanner, RankVerdict, initiating_rank
@@ -160,7 +160,7 @@ def _number(v: float | None) -> str:
     return "nan/inf" if v is None else f"{v:.6g}"
 
 
-def _series_lines(m: Match, indent: str, out: TextIO) -> None:
+def _series_lines(m: Match, indent: str, out: TextIO, several: bool) -> None:
     """The readings of each numeric fingerprint that fired, as a one-line sparkline."""
     ascii_only = not _can_print(out, SPARK)
     for s in m.series:
@@ -169,7 +169,8 @@ def _series_lines(m: Match, indent: str, out: TextIO) -> None:
         finite = [v for v in values if v is not None]
         fired = ", ".join(str(p[0]) for p in s["fired"])
         shown_of = f"{len(points)} of {s['readings']}" if s["readings"] > len(points) else str(len(points))
-        print(f"{indent}{s['metric']} over lines {points[0][0]}-{points[-1][0]} ({shown_of} readings; {s['check']} fired at line"
+        where = ("merged log " if s["file"] == MERGED else f"{shown(s['file'], 1000)} ") if several else ""
+        print(f"{indent}{s['metric']} over {where}lines {points[0][0]}-{points[-1][0]} ({shown_of} readings; {s['check']} fired at line"
               f"{'s' * (len(s['fired']) > 1)} {fired}):", file=out)
         print(f"{indent}  {sparkline(values, ascii_only=ascii_only)}  first {_number(values[0])}, last {_number(values[-1])}, "
               f"max {_number(max(finite) if finite else None)}", file=out)
@@ -201,7 +202,7 @@ def _print_text(matches: list[Match], top: int, out: TextIO, spec: dict[str, Any
     print(f"   Read: {_where(local)}  (online: {answer.url})" if local else f"   Read: {answer.url}", file=out)
     print("   Evidence:", file=out)
     _evidence_lines(answer, "     ", out)
-    _series_lines(answer, "     ", out)
+    _series_lines(answer, "     ", out, several)
     for m in shown_matches[1:]:
         if m.tied_with == answer.slug and m.evidence and answer.evidence:
             at = f"{shown(answer.evidence[0].file, 1000)}:" if several else ""
@@ -222,7 +223,7 @@ def _print_text(matches: list[Match], top: int, out: TextIO, spec: dict[str, Any
             print(f"{n}. {m.title}  [also possible, {m.certainty} match]", file=out)
             print(f"   {m.url}", file=out)
             _evidence_lines(m, "   ", out)
-            _series_lines(m, "   ", out)
+            _series_lines(m, "   ", out, several)
     used = sorted({m.certainty for m in shown_matches})
     print("(" + "; ".join(CERTAINTY[c] for c in used) + ")", file=out)
 

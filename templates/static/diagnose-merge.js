@@ -109,6 +109,20 @@ function remapEvidence(merged, matches) {
       var src = merged.sources[merged.file[e.line - 1]];
       return { file: src.name, line: merged.line[e.line - 1], rank: e.rank !== null ? e.rank : src.rank, text: e.text, matched: e.matched };
     });
+    // A series read from one file is told in that file's lines; one that spans several keeps the
+    // merged log's (logmerge.py: MergedLog.result).
+    m.series = (m.series || []).map(function (s) {
+      var all = s.points.concat(s.fired);
+      var file = merged.file[all[0][0] - 1];
+      if (!all.every(function (p) { return merged.file[p[0] - 1] === file; })) return s;
+      function here(p) { return [merged.line[p[0] - 1], p[1]]; }
+      var out = {};
+      Object.keys(s).forEach(function (k) { out[k] = s[k]; });
+      out.file = merged.sources[file].name;
+      out.points = s.points.map(here);
+      out.fired = s.fired.map(here);
+      return out;
+    });
   });
   return matches;
 }

@@ -75,7 +75,7 @@
     function x(line) { return left + (x1 === x0 ? 0.5 : (line - x0) / (x1 - x0)) * (W - left - right); }
     function y(v) { return v === null ? top - 6 : top + (hi === lo ? 0.5 : (t(hi) - t(v)) / (t(hi) - t(lo))) * (H - top - bottom); }
     var fired = s.fired.map(function (p) { return p[0]; });
-    var label = s.metric + " over log lines " + x0 + " to " + x1 + " (" + s.readings + " readings): first " + fmt(pts[0][1]) +
+    var label = s.metric + " over " + (!several ? "log" : s.file === "merged" ? "merged log" : s.file) + " lines " + x0 + " to " + x1 + " (" + s.readings + " readings): first " + fmt(pts[0][1]) +
       ", last " + fmt(pts[pts.length - 1][1]) + ", min " + fmt(lo) + ", max " + fmt(hi) + "; " + s.check + " fired at line" +
       (fired.length > 1 ? "s " : " ") + fired.join(", ") + (logScale ? "; logarithmic value axis" : "");
     var root = svg("svg", { viewBox: "0 0 " + W + " " + H, class: "series-chart", role: "img", "aria-label": label, "data-fingerprint": s.fingerprint });
