@@ -449,7 +449,8 @@ class Matcher:
         return rx
 
     def _filter(self, i: int) -> re.Pattern[bytes] | None:
-        """The line filter of a pattern; none for a metric fingerprint (metrics.read decides it)."""
+        """The line filter of a pattern; none for a metric fingerprint: metrics.read decides it,
+        with patterns outside the checked subset (lookarounds) that the filter is not made for."""
         if i not in self._filters:
             fp = self.fps[i]
             self._filters[i] = None if fp.get("metric") else compile_line_filter(fp["pattern"])
