@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 # The stages (pydantic, jinja2, markdown-it, Pygments: ~0.4 s of imports) load only once a
 # build has work to do, so a no-op rebuild answers before importing them.
 
-__all__ = ["BuildResult", "build", "load_catalog"]
+__all__ = ["BuildResult", "build", "load_catalog", "page_keys", "parse_one", "rare_collections", "render_pages"]
 
 DEFAULT_CACHE = Path(".cache") / "build"  # what the CLI uses unless --no-cache or --cache-dir
 
@@ -76,7 +76,7 @@ def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: 
             results[path] = (replace(head, entry=partial(_blob, blob, again, path, key)), [])  # read when a page needs it
         else:
             misses.append((path, raw if raw is not None else read_entry(source, category, slug), key))
-    parsed = run_parallel(partial(_parse_one, kept=cache.enabled), [(p, raw) for p, raw, _ in misses], jobs=jobs, min_items=64)
+    parsed = run_parallel(partial(parse_one, kept=cache.enabled), [(p, raw) for p, raw, _ in misses], jobs=jobs, min_items=64)
     for (path, _raw, key), result in zip(misses, parsed):
         results[path] = result
         done = result[0]
@@ -96,7 +96,7 @@ def _blob(cached: Callable[[], bytes], raw: bytes | Callable[[], bytes], path: s
             raw = raw()
             if digest(raw) != key:
                 raise FailpediaError(f"{path} changed during the build; build again") from None
-        parsed, _ = _parse_one((path, raw), kept=True)
+        parsed, _ = parse_one((path, raw), kept=True)
         if parsed is None or not isinstance(parsed.entry, bytes):  # its bytes passed before: cannot happen
             raise FailpediaError(f"{path}: the build cache disagrees with the file; build again with --no-cache") from None
         return parsed.entry
@@ -118,7 +118,7 @@ def _file_records(source: Source, hashes: dict[str, str], cache: BuildCache, sta
     return records
 
 
-def _parse_one(item: tuple[str, bytes], kept: bool) -> ParseResult:
+def parse_one(item: tuple[str, bytes], kept: bool) -> ParseResult:
     """Parse in a worker; only the positions later stages use travel back (a tenth of the pickle).
     For the build cache (`kept`), the entry travels with its page's HTML fragments, which the
     cache keeps: a later build that re-renders the page for another reason (a template edit)
@@ -150,6 +150,16 @@ def _page_key(page: Page, salt: str, templates: Renderer, entry_keys: dict[str, 
         salt, page.path, templates.template_key(page.template) if page.template else "", repr(page.context),
         "\0".join(map(entry_keys.__getitem__, page.entries)), "\0".join(map(card_keys.__getitem__, page.cards)), page.extra,
     )
+
+
+def page_keys(
+    pages: list[Page], source: Source, catalog: Catalog, hashes: dict[str, str], dates: dict[str, str], config: Config, search: bool,
+    templates: Renderer,
+) -> dict[str, str]:
+    """The key of every page that is rendered (a template, or a body made when written): equal
+    keys, equal files. `hashes`: each entry file's digest, by display path."""
+    salt, entry_keys, card_keys = _key_inputs(source, catalog, hashes, dates, config, search)
+    return {p.path: _page_key(p, salt, templates, entry_keys, card_keys) for p in pages if p.template is not None or callable(p.body)}
 
 
 def _key_inputs(
@@ -188,6 +198,16 @@ def _unchanged(recorded: str | None, key: str, previous: str) -> bool:
     return recorded is not None and recorded == _identity(key, previous)
 
 
+def render_pages(renderer: Renderer, todo: list[tuple[Page, str]], jobs: int | None) -> None:
+    """Render each page straight into the place reserved for it (SiteWriter.reserve), in forked
+    workers when there are many and no other thread runs."""
+    global _RENDERER
+    _RENDERER = renderer
+    for name in sorted({p.template for p, _ in todo if p.template}):
+        renderer.load(name)  # compiled once, before the workers fork
+    run_parallel(_render_to, todo, jobs=jobs, min_items=32)
+
+
 def _render_to(item: tuple[Page, str]) -> None:
     """Render one page straight into its place in the new site (runs in a worker)."""
     page, target = item
@@ -198,7 +218,7 @@ _RENDERER: Renderer  # set before the workers fork, so they inherit it
 
 
 @contextmanager
-def _rare_collections() -> Iterator[None]:
+def rare_collections() -> Iterator[None]:
     """A build allocates millions of long-lived objects (heads, models, pages) and makes few
     reference cycles. At CPython's default (a collection every 700 allocations) the collector
     scans them over and over: 0.7 of the 0.9 s that unpickling 10,000 cached entries takes.
@@ -224,7 +244,7 @@ def build(
     """The whole pipeline. `search=False` leaves out the search index (search/); `cache_dir=None`
     is a cold build that neither reads nor writes the cache; `jobs` caps the worker processes;
     `progress` hears what stage the build is at (the CLI shows it on a terminal)."""
-    with _rare_collections():
+    with rare_collections():
         return _build(entries, out, config, templates, search, cache_dir, jobs, progress or (lambda _: None))
 
 
@@ -232,7 +252,6 @@ def _build(
     entries: Path, out: Path, config: Config, templates: Path, search: bool, cache_dir: Path | None, jobs: int | None,
     progress: Callable[[str], None],
 ) -> BuildResult:
-    global _RENDERER
     require_templates(templates)
     cache = BuildCache.open(cache_dir)
     out_abs = out.resolve() if out.exists() else out.absolute()
@@ -246,7 +265,7 @@ def _build(
 
     from .catalog import build_catalog
     from .markdown import pygments_css
-    from .pages import plan_pages
+    from .pages import plan_pages, search_pages
     from .read import read_source
     from .render import Renderer, TemplateCache, static_files
 
@@ -264,15 +283,13 @@ def _build(
         cache.save_parsed(set(hashes.values()))  # the valid files stay known
         raise
     dates = git_dates(entries)
-    pages = plan_pages(catalog, config, dates, search)
+    pages = plan_pages(catalog, config, dates, search) + (search_pages(catalog) if search else [])
 
-    if cache.enabled:  # a cold build has no keys to compare or keep
-        salt, entry_keys, card_keys = _key_inputs(source, catalog, hashes, dates, config, search)
-    _RENDERER = Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
+    renderer = Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
+    keys = page_keys(pages, source, catalog, hashes, dates, config, search, renderer) if cache.enabled else {}  # a cold build keeps none
     # An incremental build updates the site in place.
     same_site = cache.site == str(out_abs)  # the page keys describe this output folder
     writer = SiteWriter(out, update=bool(cache.pages) and same_site)
-    keys: dict[str, str] = {}
     kept: dict[str, str] = {}  # pages left in place by an update → their recorded identity
     rendered = 0
     try:
@@ -281,21 +298,16 @@ def _build(
             if page.template is None and not callable(page.body):
                 writer.add(page.path, page.body or "")
                 continue
-            if not cache.enabled:  # nothing to compare with, no key to keep
-                todo.append((page, writer.reserve(page.path)))
-                continue
-            key = keys[page.path] = _page_key(page, salt, _RENDERER, entry_keys, card_keys)
+            key = keys.get(page.path)
             previous = os.path.join(out_abs, page.path)
             recorded = cache.pages.get(page.path)
-            if same_site and _unchanged(recorded, key, previous) and writer.link(page.path, previous):
+            if key is not None and same_site and _unchanged(recorded, key, previous) and writer.link(page.path, previous):
                 if writer.update and recorded is not None:  # not None: _unchanged matched it
                     kept[page.path] = recorded
                 continue
             todo.append((page, writer.reserve(page.path)))
-        for name in sorted({p.template for p, _ in todo if p.template}):
-            _RENDERER.load(name)  # compiled once, before the workers fork
         progress(f"rendering {len(todo)} files")
-        run_parallel(_render_to, todo, jobs=jobs, min_items=32)
+        render_pages(renderer, todo, jobs)
         rendered = len(todo)
         for path, data in static_files(templates):
             writer.add(path, data)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from .diagnose import fingerprint_item, matcher_spec
 from .schema import STACK_NAMES, Entry, entry_json_schema
 from .searchindex import PAIRS_ON_SEARCH_PAGE, search_files, search_files_key, tag_pairs
 
-__all__ = ["PLATFORM_NAMES", "Page", "entry_data", "entry_fragments", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages", "verification"]
+__all__ = ["PLATFORM_NAMES", "Page", "entry_data", "entry_fragments", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages", "search_pages", "verification"]
 
 FEED_ITEMS = 50  # the most recently updated entries in feed.xml
 
@@ -288,7 +288,8 @@ HOME_COMMON = 8  # entries the home page shows as the most common failures
 
 
 def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None, search: bool = True) -> list[Page]:
-    """Every page of the site, in a stable order. `search=False`: no search index (search/)."""
+    """Every page of the site but the search index's files (`search_pages`), in a stable order.
+    `search=False`: the search page says there is no index."""
     dates = dates or {}
     pages: list[Page] = []
     all_slugs = tuple(catalog.records)
@@ -429,12 +430,22 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         _index_items(catalog)
     matcher_key = "\0".join(f"{slug}={rec.head.matcher_key}" for slug, rec in catalog.records.items())
     pages.append(Page("api/fingerprints.json", body=partial(fingerprints_file, catalog), extra=matcher_key))
-    if search:
-        fp_key = _fingerprints_digest(catalog)
-        files = catalog.derived("search files", lambda c: search_files(c, fingerprints_key=fp_key), search_files_key(catalog, fp_key))
-        pages.extend(Page(path, body=body, entries=all_slugs) for path, body in files)
-    pages.append(Page("schema/entry.json", body=json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"))
+    pages.append(Page("schema/entry.json", body=_schema_text()))
     return pages
+
+
+@lru_cache(maxsize=1)
+def _schema_text() -> str:
+    """schema/entry.json: the same for every build by this code (the dev server plans often)."""
+    return json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def search_pages(catalog: Catalog) -> list[Page]:
+    """The search index's files (search/ but its page): what `plan_pages(search=True)` links to.
+    Planned apart, so that the dev server can remake them in the background."""
+    fp_key = _fingerprints_digest(catalog)
+    files = catalog.derived("search files", lambda c: search_files(c, fingerprints_key=fp_key), search_files_key(catalog, fp_key))
+    return [Page(path, body=body, entries=tuple(catalog.records)) for path, body in files]
 
 
 def _key(rec: Record) -> str:

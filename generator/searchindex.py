@@ -145,9 +145,13 @@ def _doc_file(catalog: Catalog, slug: str) -> str:
     rec = catalog.records[slug]
     fields = text_fields(rec.entry)
     text = " ".join(_plain(x).replace("\n", " ") for x in (*fields["symptoms"], *fields["body"]))
-    return _json({"slug": slug, "title": rec.head.title, "summary": rec.head.summary,
-                  "category": catalog.categories[rec.category].title if rec.category in catalog.categories else rec.category,
+    return _json({"slug": slug, "title": rec.head.title, "summary": rec.head.summary, "category": _category_title(catalog, slug),
                   "tags": list(rec.tags), "text": " ".join(text.split())[:EXCERPT_CHARS]})
+
+
+def _category_title(catalog: Catalog, slug: str) -> str:
+    category = catalog.records[slug].category
+    return catalog.categories[category].title if category in catalog.categories else category
 
 
 def _postings(p: list[tuple[int, int]]) -> list[int]:
@@ -234,7 +238,7 @@ def search_files(catalog: Catalog, index: SearchIndex | None = None, fingerprint
     }
     files = [("search/meta.json", _json(meta)), ("search/docs.json", _json(docs)), *fp_files, *index_files(index)]
     texts = catalog.derived_each("search doc files", {s: (catalog.records[s].head.text_key, catalog.records[s].head.title, catalog.records[s].head.summary,
-                                                          catalog.records[s].tags, catalog.records[s].category) for s in index.slugs},
+                                                          catalog.records[s].tags, _category_title(catalog, s)) for s in index.slugs},
                                  lambda slug: _doc_file(catalog, slug))
     files += [(f"search/doc/{i}.json", t) for i, t in enumerate(texts)]
     return files

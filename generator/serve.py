@@ -1,10 +1,12 @@
-"""Serve: build the site, serve it on localhost, rebuild when entries or templates change, and
+"""Serve: build the site, serve it on localhost, patch it when entries or templates change, and
 reload the open browser tabs whose pages changed.
 
-Each rebuild calls `build.build()` (so it gains whatever caching the pipeline gains) into the
-normal output folder: the site, its search index included, is updated in place and served at
-once. A failed rebuild leaves the last good site in place: the terminal prints the problems, and the browser
-shows them in an overlay until they are fixed.
+The site stays in memory between changes (resident.py): a change re-reads and re-validates the
+files that changed, plans the site again, renders and writes only the pages whose inputs
+changed, and then names those pages to the open tabs. The search index follows in a background
+thread, once the edits pause (at most a few seconds behind them). A failed patch leaves the
+last good site in place: the terminal prints the problems, and the browser shows them in an
+overlay until they are fixed.
 
 Served-only additions, never written into the site: every HTML response gets
 `<script src="/__failpedia/reload.js">` before `</body>` (a same-origin file, so the pages' CSP
@@ -14,8 +16,9 @@ per build); `/__failpedia/errors.json` is the last build's outcome.
 
 from __future__ import annotations
 
+import ctypes
 import errno
-import hashlib
+import gc
 import http.server
 import json
 import os
@@ -24,15 +27,17 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from .config import Config
+from .build import rare_collections
+from .catalog import Catalog
+from .config import TEMPLATES, Config
 from .problems import BuildFailed, FailpediaError, Problem, SetupError, UsageError
-from .config import TEMPLATES
+from .resident import Debounced, ResidentSite
 
 if TYPE_CHECKING:
     import watchfiles
@@ -44,6 +49,8 @@ RELOAD_JS = Path(__file__).resolve().parent.parent / "templates" / "serve" / "re
 RELOAD_TAG = b'<script src="/__failpedia/reload.js" defer></script>'
 KEEPALIVE = 15.0  # seconds between SSE comments, so proxies and browsers keep the stream open
 ENTRY_SUFFIXES = (".yaml", ".yml")
+INDEX_QUIET = 0.5  # seconds without an edit before the search index is remade ...
+INDEX_MOST = 5.0  # ... or at most this long after the edit that first made it stale
 
 Log = Callable[[str], None]
 
@@ -73,27 +80,6 @@ class BuildState:
         }
 
 
-def _digest_tree(root: Path, known: dict[str, tuple[tuple[int, int, int], str]]) -> dict[str, tuple[tuple[int, int, int], str]]:
-    """Every site file → (its inode, size and mtime; a digest of its content). Files whose stat
-    is in `known` are not read again: a rebuild rewrites a few dozen of a site's files."""
-    out: dict[str, tuple[tuple[int, int, int], str]] = {}
-    if not root.is_dir():
-        return out
-    for dirpath, dirs, files in os.walk(root):
-        for name in files:
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, root).replace(os.sep, "/")
-            st = os.stat(path)
-            ident = (st.st_ino, st.st_size, st.st_mtime_ns)
-            seen = known.get(rel)
-            if seen is not None and seen[0] == ident:
-                out[rel] = seen
-            else:
-                with open(path, "rb") as f:
-                    out[rel] = (ident, hashlib.blake2b(f.read(), digest_size=16).hexdigest())
-    return out
-
-
 def _unexpected(e: BaseException) -> Problem:
     """An error that is not a list of problems (a bad setting, a folder the build cannot write) as
     a Problem. Template errors arrive as problems already (render.py places them)."""
@@ -103,48 +89,79 @@ def _unexpected(e: BaseException) -> Problem:
 
 
 class Builder:
-    """Runs one build at a time and publishes each outcome to whoever waits on `changed`."""
+    """Patches the resident site (resident.py) one change at a time, publishes each outcome to
+    whoever waits on `changed`, and has the search index remade in the background."""
 
-    def __init__(
-        self, entries: Path, out: Path, config: Config, templates: Path = TEMPLATES, cache_dir: Path | None = None,
-        log: Log | None = None,
-    ) -> None:
-        self.entries, self.out, self.config, self.templates = entries, out, config, templates
-        self.cache_dir = cache_dir  # the build cache: only what an edit touched is rendered again
+    def __init__(self, entries: Path, out: Path, config: Config, templates: Path = TEMPLATES, log: Log | None = None) -> None:
+        self.out = out
         self.log = log or (lambda _message: None)
+        self.site = ResidentSite(entries, out, config, templates)
         self.state = BuildState()
         self.changed = threading.Condition()
         self.stopping = False
-        self._lock = threading.Lock()  # one build at a time
-        self._tree = _digest_tree(out, {})
+        self._lock = threading.Lock()  # one patch at a time
+        self.indexer: Debounced[Catalog] = Debounced(self._index, quiet=INDEX_QUIET, most=INDEX_MOST)
 
-    def rebuild(self) -> BuildState:
-        from .build import build
-        from .render import static_files
-
-        with self._lock:
+    def rebuild(self, paths: Iterable[str] | None = None) -> BuildState:
+        """Patch the site for a change of `paths` (the watcher's; None: of any file)."""
+        with self._lock, rare_collections():  # no collection before the open tabs hear of the patch
             start = time.monotonic()
-            static_files.cache_clear()  # a template's static file may have changed on disk
             try:
-                result = build(self.entries, self.out, self.config, self.templates, cache_dir=self.cache_dir)
+                patched = self.site.patch(paths)
             except BuildFailed as e:
                 state = BuildState(self.state.build + 1, False, tuple(e.problems), (), time.monotonic() - start)
             except Exception as e:  # the server must survive any failed build; it reports it instead
                 state = BuildState(self.state.build + 1, False, (_unexpected(e),), (), time.monotonic() - start)
             else:
-                tree = _digest_tree(self.out, self._tree)
-                changed = sorted(p for p in tree.keys() | self._tree.keys() if tree.get(p, ("", ""))[1] != self._tree.get(p, ("", ""))[1])
-                self._tree = tree
-                state = BuildState(self.state.build + 1, True, (), tuple(changed), time.monotonic() - start, result.warnings)
+                state = BuildState(self.state.build + 1, True, (), patched.changed, time.monotonic() - start, patched.warnings)
+                if not patched.full:  # a full patch wrote the index with the site
+                    self.indexer.ask(patched.catalog)
             with self.changed:
                 self.state = state
                 self.changed.notify_all()
+            # What the site keeps lives long: collections need not scan it again and again (they
+            # found nothing to free in it). A full collection comes once the search index is
+            # updated (_index), or now after a failure (no index update follows it).
+            _collect(full=not state.ok)
         return state
+
+    def _index(self, catalog: Catalog) -> None:
+        start = time.monotonic()
+        try:
+            files = self.site.update_index(catalog)
+        except Exception as e:  # the last index stays; the next edit tries again
+            self.log(f"search index: update failed ({_unexpected(e).message}); the last index still answers")
+            return
+        self.log(f"search index updated in {time.monotonic() - start:.2f} s, {len(files)} file{'s' * (len(files) != 1)} changed")
+        _collect(full=True)  # when no edit waits: what earlier patches left in reference cycles
 
     def stop(self) -> None:
         with self.changed:
             self.stopping = True
             self.changed.notify_all()
+        self.indexer.stop()
+
+
+def _collect(full: bool) -> None:
+    """Keep the objects alive now out of later collections (gc.freeze), after a full collection
+    whose freed memory goes back to the system (the search index's update frees a lot at once)."""
+    if full:
+        gc.unfreeze()
+        gc.collect()
+        _TRIM()
+    gc.freeze()
+
+
+def _malloc_trim() -> Callable[[], object]:
+    """glibc's malloc_trim(0), or nothing where the C library has none."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return lambda: None
+    return lambda: trim(0)
+
+
+_TRIM = _malloc_trim()
 
 
 def inject_reload(html: bytes) -> bytes:
@@ -320,7 +337,7 @@ class DevServer:
 
     def __init__(
         self, entries: Path, out: Path, config: Config, host: str, port: int, log: Log, templates: Path = TEMPLATES,
-        cache_dir: Path | None = None, errors: Log | None = None,
+        errors: Log | None = None,
     ) -> None:
         if not entries.is_dir():
             raise SetupError(f"{entries}: entries folder not found; pass --entries DIR")
@@ -332,7 +349,7 @@ class DevServer:
         shown = "127.0.0.1" if host in ("", "0.0.0.0") else ("localhost" if host == "::" else host)
         shown = f"[{shown}]" if ":" in shown else shown
         self.url = f"http://{shown}:{self.httpd.server_address[1]}/"
-        self.builder = Builder(entries, out, config.with_base_url(self.url), templates, cache_dir, log)
+        self.builder = Builder(entries, out, config.with_base_url(self.url), templates, log)
         self.httpd.builder = self.builder
         self.httpd.session = secrets.token_hex(8)
         self.httpd.errors = errors or log
@@ -386,7 +403,7 @@ class DevServer:
             # yield_on_timeout: the first (maybe empty) yield says the watcher is running.
             for changes in watchfiles.watch(
                 self.entries, self.templates, watch_filter=self.relevant, stop_event=self.stop_event,
-                debounce=1600, step=100, rust_timeout=200, yield_on_timeout=True, raise_interrupt=False,
+                debounce=1600, step=50, rust_timeout=200, yield_on_timeout=True, raise_interrupt=False,
             ):
                 self._watching.set()
                 if self.stop_event.is_set():
@@ -395,7 +412,7 @@ class DevServer:
                     continue
                 names = sorted({relative(Path(p)) for _, p in changes})
                 reason = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-                self._report(self.builder.rebuild(), f"change in {reason}")
+                self._report(self.builder.rebuild([p for _, p in changes]), f"change in {reason}")
         except Exception as e:  # e.g. the system's inotify watch limit
             self.log(f"watching for changes failed ({type(e).__name__}: {e}); restart 'failpedia serve' to rebuild")
         finally:

@@ -11,6 +11,7 @@ import hashlib
 import pickle
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar, get_args, get_origin
 
@@ -416,6 +417,7 @@ def parse_entry(raw: bytes, path: str) -> tuple[Parsed | None, list[Problem]]:
     return (None if problems else Parsed(entry, loaded, Head.of(entry))), problems
 
 
+@lru_cache(maxsize=8)  # the dev server plans the site again on every edit; the registries rarely change
 def _parse_list(model: type[M], raw: bytes, path: str, key: str) -> tuple[list[tuple[M, tuple[int, int]]], list[Problem]]:
     loaded, problems = _load(raw, path)
     if loaded is None:

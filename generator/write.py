@@ -17,6 +17,7 @@ import re
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NoReturn
 
@@ -129,10 +130,11 @@ class SiteWriter:
             if seen != prefix:
                 raise FailpediaError(f"refusing to write {rel!r}: it and {seen!r} differ only in case; rename one of their sources")
 
-    def commit(self) -> None:
-        """Swap the new folder in place of the old one (an update: move the staged files in)."""
+    def commit(self, removed: Iterable[str] | None = None) -> None:
+        """Swap the new folder in place of the old one (an update: move the staged files in, then
+        delete what was not written, or, when the caller knows them, the `removed` files only)."""
         if self.update:
-            self._commit_update()
+            self._commit_update(removed)
             return
         old = None
         if self.out.exists():
@@ -147,7 +149,7 @@ class SiteWriter:
             self._cleanup = threading.Thread(target=shutil.rmtree, args=(old,), kwargs={"ignore_errors": True})
             self._cleanup.start()
 
-    def _commit_update(self) -> None:
+    def _commit_update(self, removed: Iterable[str] | None) -> None:
         made: set[str] = set()
         for rel in self.staged:
             folder = os.path.join(self.out, rel.rpartition("/")[0])
@@ -158,8 +160,25 @@ class SiteWriter:
             if os.path.isdir(live) and not os.path.islink(live):
                 shutil.rmtree(live)  # a folder where a file now goes
             os.replace(os.path.join(self.tmp, rel), live)
-        self._sweep(str(self.out), "")
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        if removed is None:
+            self._sweep(str(self.out), "")
+        else:
+            for rel in removed:
+                self._remove(rel)
+        # the staging folder (empty folders now) goes while the caller goes on; finish() waits
+        self._cleanup = threading.Thread(target=shutil.rmtree, args=(self.tmp,), kwargs={"ignore_errors": True})
+        self._cleanup.start()
+
+    def _remove(self, rel: str) -> None:
+        """Delete one file of the site, and the folders it leaves empty."""
+        try:
+            os.unlink(os.path.join(self.out, rel))
+            folder = os.path.dirname(rel)
+            while folder:
+                os.rmdir(os.path.join(self.out, folder))
+                folder = os.path.dirname(folder)
+        except OSError:  # gone already, or its folder still holds files
+            pass
 
     def _sweep(self, folder: str, rel: str) -> bool:
         """Delete what this build did not write; True when `folder` ends up empty."""
@@ -179,7 +198,7 @@ class SiteWriter:
         return empty
 
     def finish(self) -> None:
-        """Wait until the replaced site is deleted."""
+        """Wait until the replaced site (or an update's staging folder) is deleted."""
         if self._cleanup is not None:
             self._cleanup.join()
             self._cleanup = None

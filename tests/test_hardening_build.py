@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from conftest import CATEGORIES, TAGS, sample_files, valid_entry
 from generator.catalog import build_catalog
 from generator.config import Config
-from generator.pages import _json, plan_pages
+from generator.pages import _json, plan_pages, search_pages
 from generator.problems import BuildFailed
 from generator.read import Source
 from generator.render import TEMPLATES, Renderer
@@ -111,7 +111,7 @@ def render_site(files: dict[str, Any]) -> dict[str, str]:
                     ("entries/categories.yaml", to_bytes(files["categories.yaml"])), entries, ())
     catalog = build_catalog(source)
     renderer = Renderer(CONFIG)
-    return {page.path: renderer.render(page) for page in plan_pages(catalog, CONFIG, {})}
+    return {page.path: renderer.render(page) for page in plan_pages(catalog, CONFIG, {}) + search_pages(catalog)}
 
 
 def hostile_files(line_vectors: list[str], text: str) -> dict[str, Any]:

@@ -305,8 +305,8 @@ def test_entries_cached_by_other_generator_code_are_parsed_again(project, monkey
 
     incremental(project)
     parsed: list[str] = []
-    real = generator.build._parse_one
-    monkeypatch.setattr(generator.build, "_parse_one", lambda item, kept: parsed.append(item[0]) or real(item, kept))
+    real = generator.build.parse_one
+    monkeypatch.setattr(generator.build, "parse_one", lambda item, kept: parsed.append(item[0]) or real(item, kept))
     CHANGES["entry text"](project)
     incremental(project)
     assert len(parsed) == 1  # same code: only the edited entry

@@ -9,7 +9,6 @@ import sys
 import threading
 from pathlib import Path
 
-from ..build import DEFAULT_CACHE
 from ..config import TEMPLATES, load_config, require_templates
 from ..problems import UsageError
 from ..serve import DevServer, relative
@@ -31,13 +30,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     templates = Path(args.templates) if args.templates else TEMPLATES
     require_templates(templates)
-    # its own build cache: one shared with `build` would describe the other output folder
-    cache = Path(args.project) / DEFAULT_CACHE.parent / "serve" / "build"
     out = Path(args.out)
     if out.resolve() in {Path("site").resolve(), (Path(args.project) / "site").resolve()}:  # what `build` writes by default
         raise UsageError(f"--out {args.out}: serve's pages carry localhost URLs, and {args.out}/ is what 'failpedia build' makes for deploying; "
                          "serve into another folder (the default is .cache/serve/site)")
-    server = DevServer(Path(args.entries), out, config, args.host, args.port, log, templates, cache, errors=_error)
+    server = DevServer(Path(args.entries), out, config, args.host, args.port, log, templates, errors=_error)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:

@@ -1,0 +1,103 @@
+"""The dev server's resident site (generator/resident.py): after every kind of change that
+tests/test_incremental.py covers, applied one after another to one resident site, the site it
+serves is byte for byte what a cold `failpedia build` of the same inputs writes; and the search
+index follows a steady stream of edits without starving."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from conftest import valid_entry, write_tree
+from generator.build import build
+from generator.config import Config
+from generator.resident import Debounced, ResidentSite
+from sitecheck import tree_digest
+from test_incremental import CHANGES, PAGED, edit_entry, project  # noqa: F401  (project: the fixture)
+
+CONFIG = Config(base_url="http://127.0.0.1:8000/", page_size=PAGED.page_size)  # every listing spans pages
+
+
+def _signatures(*roots: Path) -> dict[str, tuple[int, int, int]]:
+    return {str(p): (st.st_size, st.st_mtime_ns, st.st_ino) for root in roots for p in root.rglob("*")
+            if p.is_file() and (st := p.stat())}
+
+
+def _rename(p: dict[str, Path]) -> None:
+    (p["entries"] / "memory/gpu-oom.yaml").rename(p["entries"] / "memory/gpu-out-of-memory.yaml")
+    edit_entry(p, "distributed/ddp-oom.yaml", related=["gpu-out-of-memory"])
+    edit_entry(p, "memory/host-oom.yaml", related=["gpu-out-of-memory"])
+
+
+MORE = {  # what the incremental tests leave out: a static file, a renamed entry, a fixed typo in a new file
+    "static file": lambda p: (p["templates"] / "static/style.css").write_text((p["templates"] / "static/style.css").read_text() + "\n.x{}\n"),
+    "renamed entry": _rename,
+    "broken entry, then fixed": lambda p: write_tree(p["entries"], {"memory/host-oom.yaml": valid_entry(title="Host OOM, fixed", related=["gpu-out-of-memory"])}),
+}
+
+
+# Each step one patch and one cold build to compare with: an entry's change goes with a registry
+# or static file's (different pages), never with a template's (which renders every entry page again).
+STEPS = [
+    ("entry text", "static file"), ("entry title (shown on linked pages)", "tag registry"), ("entry tags", "category registry"),
+    ("entry links (similar entries change)", "category description"), ("entry fingerprints (search shards change)", "tag aliases (every entry's tags may resolve anew)"),
+    ("new entry",), ("removed entry",), ("template",), ("imported template (macros)", "base template"), ("renamed entry",), ("broken entry, then fixed",),
+]
+
+
+def test_a_resident_site_patched_through_every_kind_of_change_equals_a_cold_build(project) -> None:  # noqa: F811
+    assert sorted(c for step in STEPS for c in step) == sorted({**CHANGES, **MORE})
+    site = ResidentSite(project["entries"], project["site"], CONFIG, project["templates"], jobs=1)
+    assert site.patch().full
+    changes = {**CHANGES, **MORE}
+    for step in STEPS:
+        name = " + ".join(step)
+        before = _signatures(project["entries"], project["templates"])
+        if step == ("broken entry, then fixed",):  # a failed patch leaves the site as it was; the next one mends it
+            write_tree(project["entries"], {"memory/host-oom.yaml": "title: [\n"})
+            good = tree_digest(project["site"])
+            try:
+                site.patch([str(project["entries"] / "memory/host-oom.yaml")])
+                raise AssertionError("a broken entry patched")
+            except Exception as e:
+                assert type(e).__name__ == "BuildFailed"
+            assert tree_digest(project["site"]) == good
+        for one in step:
+            changes[one](project)
+        after = _signatures(project["entries"], project["templates"])
+        changed = [p for p in before.keys() | after.keys() if before.get(p) != after.get(p)]  # what the watcher reports
+        patched = site.patch(changed)
+        assert not patched.full and patched.changed, name
+        site.update_index(patched.catalog)
+        build(project["entries"], project["cold"], CONFIG, project["templates"], search=True, cache_dir=None, jobs=1)
+        assert tree_digest(project["site"]) == tree_digest(project["cold"]), name
+        if "entry text" in step:  # a summary: the pages that show gpu-oom, and no other
+            pages = {p for p in patched.changed if p.endswith(".html")}
+            assert "gpu-oom/index.html" in pages and all("gpu-oom" in (project["site"] / p).read_text() for p in pages)
+            assert len(pages) < sum(1 for _ in project["site"].rglob("*.html"))
+
+
+def test_an_unchanged_input_patches_nothing(project) -> None:  # noqa: F811
+    site = ResidentSite(project["entries"], project["site"], CONFIG, project["templates"], jobs=1)
+    site.patch()
+    inodes = {p: p.stat().st_ino for p in project["site"].rglob("*") if p.is_file()}
+    patched = site.patch([str(project["entries"] / "memory/gpu-oom.yaml")])  # touched, not changed
+    assert patched.changed == () and site.update_index(patched.catalog) == ()
+    assert {p: p.stat().st_ino for p in project["site"].rglob("*") if p.is_file()} == inodes
+
+
+def test_the_index_is_remade_under_a_steady_stream_of_edits_and_ends_with_the_last() -> None:
+    """A value asked for faster than `quiet` still runs within `most`; the last one asked always runs."""
+    runs: list[int] = []
+    done = threading.Event()
+    worker: Debounced[int] = Debounced(lambda n: (runs.append(n), time.sleep(0.01), done.set()), quiet=0.03, most=0.04)
+    try:
+        for n in range(40):  # an edit every 5 ms or more, 200 ms in all: five times `most`
+            worker.ask(n)
+            time.sleep(0.005)
+        assert done.is_set() and runs[0] < 39  # ran during the stream, not only after it
+        assert worker.idle(2)
+        assert runs[-1] == 39 and runs == sorted(runs) and len(runs) < 40  # debounced: not one run per edit
+    finally:
+        worker.stop()
