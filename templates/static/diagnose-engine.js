@@ -84,9 +84,9 @@ function diagnoseText(spec, text, file) {
   function toNumber(text) { return typeof text === "string" && plainNumber.test(text) ? parseFloat(text) : null; }
   // Rule 3b: a numeric fingerprint fires once its readings behave as declared (value: the
   // reading, or the share for share_above; null when it is not finite).
-  function onNumeric(i, ev, value, finite) {
+  function onNumeric(i, number, value, finite, evidence) {  // evidence(): made only when it fires
     var fp = fps[i], st = state[i], fired = false;
-    st.series.add(ev.line, value);
+    st.series.add(number, value);
     if (fp.nonfinite) {
       if (finite) st.good += 1;
       fired = !finite && st.good > 0;
@@ -105,8 +105,8 @@ function diagnoseText(spec, text, file) {
       fired = st.good >= fp.times;
     }
     if (fired) {
-      st.series.fire(ev.line, value, rules.evidence_per_fingerprint);
-      onHit(i, ev);  // a metric fingerprint may still need its `near`
+      st.series.fire(number, value, rules.evidence_per_fingerprint);
+      onHit(i, evidence());  // a metric fingerprint may still need its `near`
     }
   }
 
@@ -223,12 +223,12 @@ function diagnoseText(spec, text, file) {
         for (var s = 0; s < segments.length; s++) {
           var got = reading(fp.metric, s);
           if (got === null) continue;
-          var mev = evidenceOf(segments[s], got.start, got.end);
+          var mev = evidenceOf.bind(null, segments[s], got.start, got.end);
           if (fp.of) {
             var whole = reading(fp.of, s);
-            if (got.value !== null && whole !== null && whole.value !== null && whole.value > 0) onNumeric(i, mev, got.value / whole.value, true);
+            if (got.value !== null && whole !== null && whole.value !== null && whole.value > 0) onNumeric(i, number, got.value / whole.value, true, mev);
           } else {
-            onNumeric(i, mev, got.value, got.value !== null);
+            onNumeric(i, number, got.value, got.value !== null, mev);
           }
           break;
         }
@@ -237,15 +237,15 @@ function diagnoseText(spec, text, file) {
       var m = null;
       for (var g = 0; g < segments.length && !m; g++) m = patterns[i].exec(segments[g]);
       if (!m) continue;
-      var ev = evidenceOf(m.input, m.index, m.index + m[0].length);
+      var ev = evidenceOf.bind(null, m.input, m.index, m.index + m[0].length);
       if (fp.rising || fp.share_above) {
         var first = toNumber(m[1]);
-        if (fp.rising) { if (first !== null) onNumeric(i, ev, first, true); }
+        if (fp.rising) { if (first !== null) onNumeric(i, number, first, true, ev); }
         else {
           var part = toNumber(m[2]);
-          if (first !== null && part !== null && first > 0) onNumeric(i, ev, part / first, true);
+          if (first !== null && part !== null && first > 0) onNumeric(i, number, part / first, true, ev);
         }
-      } else onHit(i, ev);
+      } else onHit(i, ev());
     }
   });
 
