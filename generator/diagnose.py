@@ -48,7 +48,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from ahocorasick_rs import BytesAhoCorasick, Implementation
@@ -212,12 +212,18 @@ def _literal_scanner(literals: dict[bytes, set[int]]) -> tuple[BytesAhoCorasick 
     """An Aho-Corasick automaton over the literals, and the fingerprints of each (by its index)."""
     if not literals:
         return None, []
-    order = sorted(literals)
-    # A DFA scans fastest, but its table (states x byte classes) grows with the literals: past
-    # DFA_BYTES, the contiguous NFA, a little slower and far smaller.
+    order = tuple(sorted(literals))
+    return _automaton(order), [frozenset(literals[lit]) for lit in order]
+
+
+@lru_cache(maxsize=4)
+def _automaton(order: tuple[bytes, ...]) -> BytesAhoCorasick:
+    """Shared by the matchers of one definition (`failpedia run` has two, the LSP one per diagnosis).
+    A DFA scans fastest, but its table (states x byte classes) grows with the literals: past
+    DFA_BYTES, the contiguous NFA, a little slower and far smaller."""
     table = sum(map(len, order)) * (len(set(b"".join(order))) + 1) * 4
     kind = Implementation.DFA if table <= DFA_BYTES else Implementation.ContiguousNFA
-    return BytesAhoCorasick(order, implementation=kind), [frozenset(literals[lit]) for lit in order]
+    return BytesAhoCorasick(list(order), implementation=kind)
 
 
 def _tail_start(chunk: bytes, lines: int) -> int:
