@@ -500,22 +500,16 @@ class Matcher:
     def _metric(self, i: int, number: int, line: str, segments: list[str], readings: dict[tuple[str, int], Reading | None]) -> None:
         """A metric fingerprint: the reading of the first segment that has one (metrics.read)."""
         fp = self.fps[i]
-
-        def reading(name: str, k: int) -> Reading | None:
-            if (name, k) not in readings:
-                readings[name, k] = read(name, segments[k])
-            return readings[name, k]
-
+        name = fp["metric"]
         for k, segment in enumerate(segments):
-            got = reading(fp["metric"], k)
+            got = readings[name, k] if (name, k) in readings else readings.setdefault((name, k), read(name, segment))
             if got is None:
                 continue
-
-            def evidence(segment: str = segment, got: Reading = got) -> Evidence:  # built only when it fires
-                return self._evidence(number, line, segment, got.start, got.end)
-
-            if fp.get("of"):
-                whole = reading(fp["of"], k)
+            # built only when it fires
+            evidence = partial(self._evidence, number, line, segment, got.start, got.end)
+            of = fp.get("of")
+            if of:
+                whole = readings[of, k] if (of, k) in readings else readings.setdefault((of, k), read(of, segment))
                 if got.value is not None and whole is not None and whole.value is not None and whole.value > 0:
                     self._numeric(i, number, got.value / whole.value, True, evidence)
             else:

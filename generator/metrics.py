@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "QUANTITIES", "SERIES_CAP", "Reading", "Series", "metric_rules", "read", "sparkline", "spellings", "whole_key",
@@ -146,16 +146,12 @@ def metric_rules() -> dict[str, Any]:
     }
 
 
-def _value(name: str, m: re.Match[str]) -> float | None:
-    key, number, unit = m.group(1), m.group(2), m.group(3)
-    if number.lstrip("+-")[:1].isalpha():  # nan, inf, Infinity
-        return None
-    scale = UNITS[QUANTITIES[name][0]].get(unit, 1.0) if unit else 1.0
-    return float(number) * scale * KEY_SCALE.get(key, 1.0)
+# name → (unit → scale) of the quantity's kind; KEY_SCALE's keys: the spellings that carry a scale.
+_UNIT_SCALE = {name: UNITS[kind] for name, (kind, _) in QUANTITIES.items()}
+FINITE_END = frozenset("0123456789.")  # how a number ends; nan, inf and Infinity end with a letter
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(NamedTuple):
     value: float | None  # None: non-finite (nan, inf)
     start: int  # where the key/value pair is on the line
     end: int
@@ -164,18 +160,31 @@ class Reading:
 def read(name: str, line: str) -> Reading | None:
     """Rules 1-5: the quantity's reading on one line (segment), or None when it has none. A
     match that is not a whole key is skipped by one character, so a key inside it still counts."""
+    # whole_key is inlined and the value read only for the last match: this runs on every
+    # metric line of a log.
     rx = _COMPILED[name]
     last = None
     pos = 0
     while (m := rx.search(line, pos)) is not None:
-        if whole_key(line, m.start()):
-            last = m
-            pos = m.end()
-        else:
-            pos = m.start() + 1
+        start = m.start()
+        if start:
+            before = line[start - 1]
+            if before in KEY_CHARS or (before == " " and line.endswith(NOT_AFTER, 0, start)):
+                pos = start + 1
+                continue
+        last = m
+        pos = m.end()
     if last is None:
         return None
-    return Reading(_value(name, last), last.start(), last.end())
+    key, number, unit = last.group(1, 2, 3)
+    if number[-1] not in FINITE_END:  # nan, inf, Infinity
+        return Reading(None, last.start(), last.end())
+    value = float(number)
+    if unit:
+        value *= _UNIT_SCALE[name].get(unit, 1.0)
+    if key in KEY_SCALE:
+        value *= KEY_SCALE[key]
+    return Reading(value, last.start(), last.end())
 
 
 @dataclass
