@@ -7,8 +7,10 @@ The log is realistic training noise (progress lines, INFO lines, NCCL INFO, warn
 with carriage returns) with a few real error lines near the end. Each run is timed as a whole
 process (peak RSS from wait4): the matcher's process loads the compiled matcher definition, as
 `failpedia diagnose` loads the one it ships, and streams the log in 4 MiB reads. The two
-alternate `--repeat` times and the medians are shown, with each pair's ratio. The patterns are converted to POSIX ERE for grep (\\d → [0-9],
-(?: → (, lazy marks dropped); grep runs with LC_ALL=C, its fast path. The 10x set adds nine
+alternate `--repeat` times and the medians are shown, with each pair's ratio; `--against` times another
+checkout's matcher in the same alternation (before/after in one run). The patterns are converted
+to POSIX ERE for grep (\\d → [0-9], (?: → (, lazy marks dropped); a metric fingerprint's is the
+ERE of a reading of its quantity (`_grep_pattern`); grep runs with LC_ALL=C, its fast path. The 10x set adds nine
 variants of every fingerprint (the original pattern or-ed with a distinct literal), so the
 literal prefilter and the regexes both have ten times the work.
 """
@@ -81,10 +83,13 @@ def to_ere(pattern: str) -> str | None:
 
 
 def measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - started
+    # Not stdout=DEVNULL: GNU grep, seeing its output is /dev/null, stops at the first matching
+    # line, and a metric reading is on the log's first lines.
+    with tempfile.TemporaryFile() as out:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - started
     if proc.stderr:
         proc.stderr.close()
     return elapsed, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
@@ -127,12 +132,23 @@ def patterns_of(entries: Path) -> list[str]:
 
 
 def _grep_pattern(pattern: str | None, metric: str | None) -> str:
-    """A fingerprint's pattern for grep; a metric fingerprint's is the alternation of its spellings."""
-    from generator.metrics import spellings
+    """A fingerprint's pattern for grep. A metric fingerprint's is what a reading is: the
+    quantity's pattern (metrics.PATTERNS) as ERE, its spellings, separator, number and unit, less
+    the look-ahead ERE lacks, so grep does work comparable to the reader's, not a spelling's."""
+    from generator.metrics import PATTERNS, QUANTITIES
 
     if pattern is not None or metric is None:
         return pattern or ""
-    return "|".join("".join("\\" + c if c in ".[]()*+?{}|^$\\" else c for c in k) for k in spellings(metric))
+    keys = sorted(QUANTITIES[metric][1], key=lambda k: (-len(k), k))
+    python_keys = "|".join(re.escape(k) for k in keys)
+    rx = PATTERNS[metric]
+    assert rx.startswith(f"({python_keys})") and rx.endswith(LOOKAHEAD), rx
+    tail = rx[len(python_keys) + 2 : -len(LOOKAHEAD)].replace("(?:", "(").replace("\\t", "\t")
+    ere_keys = "|".join("".join("\\" + c if c in ".[]()*+?{}|^$\\" else c for c in k) for k in keys)
+    return f"({ere_keys}){tail}"
+
+
+LOOKAHEAD = "(?![A-Za-z0-9_.:/])"
 
 
 def spec_of(entries: Path) -> dict[str, Any]:
@@ -183,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mib", type=int, default=1024)
     p.add_argument("--workdir", type=Path, default=None)
     p.add_argument("--repeat", type=int, default=3, help="runs of each, alternating; the medians are shown (default 3)")
+    p.add_argument("--against", type=Path, default=None,
+                   help="another checkout (e.g. `git worktree add /tmp/base main`) whose matcher is timed too, in the same alternation")
     args = p.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="failpedia-diag-"))
     log = work / "big.log"
@@ -198,22 +216,28 @@ def main(argv: list[str] | None = None) -> int:
         pf.write_text("\n".join(ere) + "\n")
         sf = work / f"spec-{label}.json"
         sf.write_text(json.dumps(spec_of(entries)))
-        script = work / "child.py"
-        script.write_text(CHILD.format(repo=str(REPO)))
-        runs = []
+        scripts = {}
+        for name, repo in (("this", REPO), ("against", args.against)):
+            if repo is not None:
+                scripts[name] = work / f"child-{name}.py"
+                scripts[name].write_text(CHILD.format(repo=str(repo.resolve())))
+        runs: dict[str, list[tuple[float, float, float, float, float]]] = {name: [] for name in scripts}
         for _ in range(args.repeat):  # alternating, so each pair ran under the same load
-            t_py, rss_py, code = measure([sys.executable, str(script), str(sf), str(log)])
-            if code != 0:
-                print(f"the matcher failed (exit {code})", file=sys.stderr)
-                return 1
-            t_grep, rss_grep, _ = measure(["grep", "-E", "-c", "-f", str(pf), str(log)], env)
-            runs.append((t_py, rss_py, t_grep, rss_grep, t_py / t_grep))
-        t_py, rss_py, t_grep, rss_grep, ratio = (statistics.median(r[k] for r in runs) for k in range(5))
-        rows.append((label, len(pats), len(ere), t_py, max(r[1] for r in runs), t_grep, rss_grep, ratio, [r[4] for r in runs]))
+            for name, script in scripts.items():
+                t_py, rss_py, code = measure([sys.executable, str(script), str(sf), str(log)])
+                if code != 0:
+                    print(f"the matcher ({name}) failed (exit {code})", file=sys.stderr)
+                    return 1
+                t_grep, rss_grep, _ = measure(["grep", "-E", "-c", "-f", str(pf), str(log)], env)
+                runs[name].append((t_py, rss_py, t_grep, rss_grep, t_py / t_grep))
+        for name, got in runs.items():
+            t_py, rss_py, t_grep, rss_grep, ratio = (statistics.median(r[k] for r in got) for k in range(5))
+            tag = label if name == "this" else f"{label} ({name})"
+            rows.append((tag, len(pats), len(ere), t_py, max(r[1] for r in got), t_grep, rss_grep, ratio, [r[4] for r in got]))
     print(f"\n{size:.0f} MiB log, median of {args.repeat}")
-    print(f"{'set':5} {'patterns':>8} {'(grep)':>7} {'diagnose s':>11} {'MiB/s':>7} {'RSS MiB':>8} {'grep s':>7} {'MiB/s':>7} {'RSS MiB':>8} {'ratio':>6}  pairs")
+    print(f"{'set':15} {'patterns':>8} {'(grep)':>7} {'diagnose s':>11} {'MiB/s':>7} {'RSS MiB':>8} {'grep s':>7} {'MiB/s':>7} {'RSS MiB':>8} {'ratio':>6}  pairs")
     for label, n, ne, tp, rp, tg, rg, ratio, pairs in rows:
-        print(f"{label:5} {n:8} {ne:7} {tp:11.2f} {size / tp:7.0f} {rp:8.0f} {tg:7.2f} {size / tg:7.0f} {rg:8.0f} "
+        print(f"{label:15} {n:8} {ne:7} {tp:11.2f} {size / tp:7.0f} {rp:8.0f} {tg:7.2f} {size / tg:7.0f} {rg:8.0f} "
               f"{ratio:6.2f}  {', '.join(f'{x:.2f}' for x in pairs)}")
     return 0
 

@@ -181,3 +181,43 @@ def test_a_log_no_entry_matches_still_shows_the_rank_it_names(diagnose_page) -> 
     wait_until(page, "document.querySelector('#diagnose-status').textContent.startsWith('No known failure')")
     assert page.locator(".match").count() == 0
     assert page.locator(".started-rank").inner_text().startswith("Started on rank 6: the log names rank 6")
+
+
+# Lines where a reader's shortcuts could go wrong: look-alike keys before the real one (a match
+# that is not a whole key, then one that is), several readings on a line (the last counts), every
+# non-finite spelling, numbers ending in "." or an exponent, units with a scaled key, quotes and
+# brackets, validation prefixes, a clock and a fraction that are not readings, non-ASCII before
+# the key. Real shapes: HF Trainer, Megatron, DeepSpeed, mmengine, Lightning (tests/metriclogs).
+READER_CASES = [
+    ("loss", "{'eval_loss': 2.0, 'loss': 1.5, 'epoch': 0.27}"),
+    ("loss", "val loss: 2.0 | loss: 1.25 | test loss 9"),
+    ("loss", "eval loss 3 loss 4 Eval loss 5"),
+    ("loss", "nll_loss 3.9 loss_scale 8 loss 3."),
+    ("loss", "loss: -inf"), ("loss", "loss=+Infinity"), ("loss", "loss: NaN, loss: 1e-3"), ("loss", "'loss': '-.5e+2'"),
+    ("loss", "Train Loss: 0.5 train_loss_epoch=0.25 loss 7x"),
+    ("loss", "épochs · loss 0.75 — ok"),
+    ("loss_scale", "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768"),
+    ("loss_scale", "reducing loss scale to 4096.0 loss scale 2048"),
+    ("step_time", " iteration 100/ 500 | elapsed time per iteration (ms): 1870.5 | learning rate: 6.000E-05 |"),
+    ("step_time", "Time 12:30:01 time 0.5s (0.6s) Time: 250 ms"),
+    ("data_time", "Epoch: [0][14/5005]\tTime  3.612 (3.700)\tData  3.329 (3.329)"),
+    ("memory_allocated", "MA 2.5 GB         Max_MA 13.1 GB         CA 14.0 GB memory: 10482"),
+    ("memory_allocated", "memory_allocated(): 8.27 GiB allocated 512 KiB"),
+    ("grad_norm", "lr=[0.0001] grad_norm=[ 1.77e+18] train/grad_norm 3"),
+    ("grad_norm", "grad_norm_clip: none grad-norm: 2 gnorm 1.5/2"),
+    ("learning_rate", "lr: 1.0000e-03  eta: 3:12:03"),
+    ("throughput", "{'train_samples_per_second': 52.1, 'samples/s': 3}"),
+]
+
+
+def test_both_engines_read_the_same_quantities_on_look_alikes(browser, site_url: str, real_site: Path) -> None:
+    """metrics.read and the browser's metricReader: the same value, start and end on every case."""
+    from generator.metrics import read
+
+    ctx, page, _ = engine_page(browser, site_url, real_site, "diagnose-metrics.js")
+    js = page.evaluate("cases => { var read = metricReader(window.__spec.rules.metrics);"
+                       " return cases.map(c => read(c[0], c[1])); }", READER_CASES)
+    py = [None if (r := read(name, line)) is None else {"value": r.value, "start": r.start, "end": r.end} for name, line in READER_CASES]
+    assert js == py
+    assert sum(r is not None for r in py) >= 20 and any(r is not None and r["value"] is None for r in py)
+    ctx.close()

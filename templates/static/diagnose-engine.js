@@ -211,11 +211,14 @@ function diagnoseText(spec, text, file) {
       var from = Math.max(0, start - lead), to = Math.min(trimmed.length, end - lead);
       return { file: file, line: number, rank: rank, text: elide(trimmed, from, to), matched: trimmed.slice(from, to) };
     }
-    var readings = new Map();  // a line's readings, shared by its metric fingerprints
+    var readings = null;  // a line's readings, shared by its metric fingerprints (made on first use)
     function reading(name, k) {
-      var key = name + "\u0000" + k;
-      if (!readings.has(key)) readings.set(key, readMetric(name, segments[k]));
-      return readings.get(key);
+      var key = k ? name + "\u0000" + k : name;
+      if (readings === null) readings = new Map();
+      else if (readings.has(key)) return readings.get(key);
+      var got = readMetric(name, segments[k]);
+      readings.set(key, got);
+      return got;
     }
     for (t = 0; t < found.length && found[t] < n; t++) {
       var i = found[t], fp = fps[i];

@@ -8,13 +8,22 @@
 function metricReader(rules) {
   var compiled = {};
   Object.keys(rules.patterns).forEach(function (name) { compiled[name] = new RegExp(rules.patterns[name], "g"); });
-  var keyChars = new Set(rules.key_chars.split(""));
+  var keyChar = new Uint8Array(128);
+  for (var c = 0; c < rules.key_chars.length; c++) keyChar[rules.key_chars.charCodeAt(c)] = 1;
+  var notAfter = rules.not_after;
   // Rule 1: a whole key, not the end of a longer name or a validation figure (metrics.whole_key).
   function wholeKey(line, start) {
     if (!start) return true;
-    var before = line.charAt(start - 1);
-    if (keyChars.has(before)) return false;
-    return before !== " " || !rules.not_after.some(function (w) { return start >= w.length && line.slice(start - w.length, start) === w; });
+    var before = line.charCodeAt(start - 1);
+    if (before < 128 && keyChar[before]) return false;
+    if (before !== 32) return true;
+    for (var w = 0; w < notAfter.length; w++) if (line.endsWith(notAfter[w], start)) return false;
+    return true;
+  }
+  // How a number ends: nan, inf and Infinity end with a letter.
+  function finite(number) {
+    var last = number.charCodeAt(number.length - 1);
+    return (last >= 48 && last <= 57) || last === 46;
   }
   return function read(name, line) {
     var rx = compiled[name];
@@ -27,9 +36,10 @@ function metricReader(rules) {
     if (last === null) return null;
     var key = last[1], number = last[2], unit = last[3];
     var value = null;
-    if (!/^[A-Za-z]/.test(number.replace(/^[-+]+/, ""))) {  // not nan / inf
-      var scale = unit ? (rules.units[rules.kinds[name]][unit] || 1) : 1;
-      value = parseFloat(number) * scale * (Object.prototype.hasOwnProperty.call(rules.key_scale, key) ? rules.key_scale[key] : 1);
+    if (finite(number)) {
+      value = parseFloat(number);
+      if (unit) value *= rules.units[rules.kinds[name]][unit] || 1;
+      if (Object.prototype.hasOwnProperty.call(rules.key_scale, key)) value *= rules.key_scale[key];
     }
     return { value: value, start: last.index, end: last.index + last[0].length };
   };
