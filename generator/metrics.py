@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 __all__ = [
-    "QUANTITIES", "SERIES_CAP", "Reading", "Series", "metric_rules", "read", "sparkline", "spellings", "whole_key",
+    "QUANTITIES", "SERIES_CAP", "Reading", "Series", "metric_rules", "read", "sparkline", "spellings",
 ]
 
 # name → (kind, spellings). A spelling with " (ms)"-style unit in it is scaled by KEY_SCALE.
@@ -91,7 +91,7 @@ UNITS = {
     "memory": {"GiB": 1024.0, "GB": 1024.0, "G": 1024.0, "MiB": 1.0, "MB": 1.0, "M": 1.0, "KiB": 1 / 1024, "KB": 1 / 1024},
     "plain": {},
 }
-NOT_AFTER = ("val ", "Val ", "eval ", "Eval ", "test ", "Test ", "valid ", "Valid ")  # whole_key: each ends in a space
+NOT_AFTER = ("val ", "Val ", "eval ", "Eval ", "test ", "Test ", "valid ", "Valid ")  # rule 1: each ends in a space
 NUMBER = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?(?:nan|NaN|NAN|Infinity|infinity|inf|Inf|INF)"
 SERIES_CAP = 240
 
@@ -99,7 +99,8 @@ SERIES_CAP = 240
 def _pattern(kind: str, keys: tuple[str, ...]) -> str:
     # Only ASCII classes (`[0-9]`, not `\d`) and `[ \t]`: Python's re and JavaScript's RegExp read
     # them alike. The pattern starts with the keys, so both engines skip to a key's first letter
-    # quickly; rule 1's look-behind is `whole_key`'s, in code.
+    # quickly; rule 1's look-behind is in code (`read`): as a look-behind in the pattern,
+    # Python's re would lose that skip.
     alts = "|".join(re.escape(k) for k in sorted(keys, key=lambda k: (-len(k), k)))
     units = sorted(UNITS[kind], key=lambda u: (-len(u), u))
     unit = f"(?:[ ]?({'|'.join(units)}))?" if units else "()"
@@ -110,17 +111,6 @@ def _pattern(kind: str, keys: tuple[str, ...]) -> str:
 
 
 KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_/.-")
-
-
-def whole_key(line: str, start: int) -> bool:
-    """Rule 1: whether the key at `start` is a whole key, not the end of a longer name or a
-    validation figure."""
-    if not start:
-        return True
-    before = line[start - 1]
-    if before in KEY_CHARS:
-        return False
-    return before != " " or not line.endswith(NOT_AFTER, 0, start)  # each word ends in a space
 
 
 PATTERNS = {name: _pattern(kind, keys) for name, (kind, keys) in QUANTITIES.items()}
@@ -160,8 +150,8 @@ class Reading(NamedTuple):
 def read(name: str, line: str) -> Reading | None:
     """Rules 1-5: the quantity's reading on one line (segment), or None when it has none. A
     match that is not a whole key is skipped by one character, so a key inside it still counts."""
-    # whole_key is inlined and the value read only for the last match: this runs on every
-    # metric line of a log.
+    # Rule 1 (the key is whole) is tested here, inline, and the value read only for the last
+    # match: this runs on every metric line of a log.
     rx = _COMPILED[name]
     last = None
     pos = 0

@@ -11,7 +11,7 @@ function metricReader(rules) {
   var keyChar = new Uint8Array(128);
   for (var c = 0; c < rules.key_chars.length; c++) keyChar[rules.key_chars.charCodeAt(c)] = 1;
   var notAfter = rules.not_after;
-  // Rule 1: a whole key, not the end of a longer name or a validation figure (metrics.whole_key).
+  // Rule 1: a whole key, not the end of a longer name or a validation figure (as metrics.read tests it).
   function wholeKey(line, start) {
     if (!start) return true;
     var before = line.charCodeAt(start - 1);
