@@ -136,7 +136,7 @@ def metric_rules() -> dict[str, Any]:
     }
 
 
-# name → (unit → scale) of the quantity's kind; KEY_SCALE's keys: the spellings that carry a scale.
+# name → (unit → scale) of the quantity's kind
 _UNIT_SCALE = {name: UNITS[kind] for name, (kind, _) in QUANTITIES.items()}
 FINITE_END = frozenset("0123456789.")  # how a number ends; nan, inf and Infinity end with a letter
 
