@@ -85,7 +85,9 @@ class ResidentSite:
         source = read_source(self.entries, known=known)
         hashes = {path: digest(raw) if raw is not None else self._parsed[path][0] for path, _c, _s, raw in source.entries}
         todo = [(path, raw) for path, _c, _s, raw in source.entries if raw is not None and self._parsed.get(path, ("",))[0] != hashes[path]]
-        fresh = dict(zip([path for path, _ in todo], run_parallel(partial(parse_one, kept=False), todo, jobs=self.jobs, min_items=64)))
+        # kept: each result holds its entry page's markdown and code as HTML (catalog.Stored), so a
+        # page re-rendered for another entry's edit (a linked title) runs no markdown or Pygments.
+        fresh = dict(zip([path for path, _ in todo], run_parallel(partial(parse_one, kept=True), todo, jobs=self.jobs, min_items=64)))
         results = {path: fresh[path] if path in fresh else self._parsed[path][1] for path in hashes}
         self._parsed = {path: (hashes[path], results[path]) for path in hashes}
         # a file that did not validate is read again each time: its cross-file checks need its bytes

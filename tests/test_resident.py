@@ -101,3 +101,24 @@ def test_the_index_is_remade_under_a_steady_stream_of_edits_and_ends_with_the_la
         assert runs[-1] == 39 and runs == sorted(runs) and len(runs) < 40  # debounced: not one run per edit
     finally:
         worker.stop()
+
+
+def test_pages_re_rendered_for_another_entrys_edit_reuse_their_kept_fragments(project, monkeypatch) -> None:  # noqa: F811
+    """The resident site keeps each entry's markdown and highlighted code with its parse result:
+    a title edit re-renders the entry pages that link to it without markdown for them."""
+    import yaml
+
+    import generator.markdown as md
+
+    site = ResidentSite(project["entries"], project["site"], CONFIG, project["templates"], jobs=1)
+    site.patch()
+    texts: list[str] = []
+    monkeypatch.setattr(md, "block", lambda text, _real=md.block: texts.append(text) or _real(text))
+    CHANGES["entry title (shown on linked pages)"](project)
+    edited = project["entries"] / "distributed/nccl-hang.yaml"
+    changed = site.patch([str(edited)]).changed
+    others = [p for p in changed if p.endswith("/index.html") and p.count("/") == 1 and not p.startswith(("nccl-hang/", "tags/", "categories/"))]
+    assert others, changed  # pages of other entries that show the title were rendered again
+    e = yaml.safe_load(edited.read_text())
+    own = [e["mechanism"], *e["fix"]["steps"], *(f["a"] for f in e.get("faq", [])), e["fix"]["verify"]["expect"]]
+    assert sorted(texts) == sorted(own)  # only the edited entry's own text went through markdown, once
