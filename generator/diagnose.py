@@ -57,7 +57,7 @@ from .metrics import Reading, Series, metric_rules, read
 from .rankrules import RANK_RULES
 from .patterns import MAX_LINE, compile_line_filter, compile_pattern, plain_number, required_literals
 
-__all__ = ["Match", "Matcher", "diagnose_bytes", "fingerprint_item", "matcher_spec", "rank_hits", "rank_of"]
+__all__ = ["Match", "Matcher", "diagnose_bytes", "fingerprint_item", "looks_binary", "matcher_spec", "rank_hits", "rank_of"]
 
 MIN_SCORE = 6
 NEAR_BONUS = 2
@@ -67,6 +67,14 @@ PENDING_LIMIT = 20
 EVIDENCE_CHARS = 300
 EVIDENCE_CONTEXT = 40
 CHUNK = 4 * 1024 * 1024
+BINARY_PROBE = 8192  # a log's first bytes looked at for a NUL
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether a log's first bytes (after any gunzip) hold a NUL: a binary file, not a text log.
+    Every surface that reads logs refuses such a file with this one rule."""
+    return b"\x00" in head[:BINARY_PROBE]
+
 PIECE = 1024 * 1024  # the matcher works on this much at a time
 DFA_BYTES = 16 * 1024 * 1024
 ANSI_PATTERN = r"\x1b\[[0-9;?]*[ -/]*[@-~]"

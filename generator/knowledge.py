@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import Catalog
-from .diagnose import CHUNK, Match, Matcher, matcher_spec, rank_hits
+from .diagnose import CHUNK, Match, Matcher, looks_binary, matcher_spec, rank_hits
 from .entrymarkdown import entry_markdown
 from .pages import entry_url, fingerprint_data
 from .problems import FailpediaError
@@ -49,7 +49,7 @@ def read_log_file(path: str) -> Iterator[bytes]:
             raise LogRefused(f"{path}: not a regular file; give the path of a log file")
         first = True
         while data := f.read(CHUNK):
-            if first and b"\x00" in data[:8192]:
+            if first and looks_binary(data):
                 raise LogRefused(f"{path}: looks like a binary file, not a text log")
             first = False
             yield data

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from ..config import load_config
-from ..diagnose import CHUNK, EVIDENCE_CHARS, Match, Matcher, matcher_spec, rank_hits
+from ..diagnose import BINARY_PROBE, CHUNK, EVIDENCE_CHARS, Match, Matcher, looks_binary, matcher_spec, rank_hits
 from ..load import shown
 from ..metrics import SPARK, sparkline
 from ..locate import Encyclopedia, locate
@@ -26,6 +26,7 @@ from ..progress import Progress
 from ..ranks import LogSource, RankScanner, RankVerdict, initiating_rank
 
 __all__ = ["cmd_diagnose", "load_spec"]
+GZIP_MAGIC = b"\x1f\x8b"  # a gzipped log is read through gzip
 
 
 class _InputError(Exception):
@@ -44,7 +45,7 @@ def _open(path: str) -> _Stream:
         except OSError as e:
             raise _InputError(f"{path}: cannot read: {e.strerror}") from None
     head = stream.peek(2)[:2] if hasattr(stream, "peek") else b""
-    if head != b"\x1f\x8b":
+    if head != GZIP_MAGIC:
         return stream
     if path == "-":
         return gzip.GzipFile(fileobj=stream, mode="rb")
@@ -61,7 +62,7 @@ def _chunks(path: str, stream: _Stream, size: int = CHUNK) -> Iterator[bytes]:
             raise _InputError(f"{path}: cannot read: {e}") from None
         if not data:
             return
-        if first and b"\x00" in data[:8192]:
+        if first and looks_binary(data):
             raise _InputError(f"{path}: looks like a binary file, not a text log")
         first = False
         yield data
@@ -133,12 +134,13 @@ def _expand(paths: list[str]) -> tuple[list[str], bool, list[str]]:
 
 
 def _binary(path: str) -> bool:
+    """A file in a folder that is passed over: binary (a .gz is read, so not binary here)."""
     try:
         with open(path, "rb") as f:
-            head = f.read(8192)
+            head = f.read(BINARY_PROBE)
     except OSError:
         return False  # reading it again will say why
-    return not head.startswith(b"\x1f\x8b") and b"\x00" in head
+    return not head.startswith(GZIP_MAGIC) and looks_binary(head)
 
 
 def _evidence_lines(m: Match, indent: str, out: TextIO) -> None:
@@ -346,7 +348,7 @@ def _follow(spec: dict[str, Any], path: str, base_url: str, args: argparse.Names
         while True:
             data = f.read(CHUNK)
             if data:
-                if b"\x00" in data[:8192] and m.line_base == 0:
+                if looks_binary(data) and m.line_base == 0:
                     raise UsageError(f"{path}: looks like a binary file, not a text log")
                 m.feed(data)
                 continue

@@ -3,6 +3,9 @@
 "use strict";
 importScripts("diagnose-metrics.js", "diagnose-engine.js", "diagnose-ranks.js", "diagnose-merge.js");
 
+// A NUL in a log's first 8192 characters: a binary file (diagnose.py: looks_binary).
+function looksBinary(text) { return text.slice(0, 8192).indexOf("\u0000") >= 0; }
+
 async function readText(file) {
   var head = new Uint8Array(await file.slice(0, 2).arrayBuffer());
   if (head[0] === 0x1f && head[1] === 0x8b && typeof DecompressionStream !== "undefined") {
@@ -42,7 +45,7 @@ self.onmessage = async function (ev) {
       for (var i = 0; i < msg.files.length; i++) {
         var f = msg.files[i];
         var t = await readText(f.file);
-        if (t.slice(0, 8192).indexOf("\u0000") >= 0) {
+        if (looksBinary(t)) {
           if (msg.folder) continue;  // a folder's binary files are passed over, as in the terminal
           self.postMessage({ error: f.name + " looks like a binary file, not a text log. Leave it out." });
           return;
@@ -58,7 +61,7 @@ self.onmessage = async function (ev) {
     var one = msg.files ? msg.files[0] : null;
     var text = one ? await readText(one.file) : msg.text;
     var name = one ? one.name : msg.name || "-";
-    if (text.slice(0, 8192).indexOf("\u0000") >= 0) {
+    if (looksBinary(text)) {
       self.postMessage({ error: "This looks like a binary file, not a text log." });
       return;
     }
