@@ -133,8 +133,11 @@ def reproduce_key(e: Entry) -> str:
     has none): a verify record made for other ones says nothing about these."""
     if e.reproduce is None:
         return ""
-    named = [e.fingerprints[i].model_dump(mode="json", exclude={"examples"}) for i in e.reproduce.matches if i < len(e.fingerprints)]
-    return _digest(repr((e.reproduce.model_dump(mode="json"), named)))
+    # Fields at their defaults are left out, so that a field the schema gains later (with a
+    # default) does not make every record stale.
+    named = [e.fingerprints[i].model_dump(mode="json", exclude={"examples"}, exclude_defaults=True)
+             for i in e.reproduce.matches if i < len(e.fingerprints)]
+    return _digest(repr((e.reproduce.model_dump(mode="json", exclude_defaults=True), named)))
 
 
 def _digest(text: str) -> str:

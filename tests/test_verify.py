@@ -331,3 +331,33 @@ def test_fix_snippets_are_checked_against_the_installed_release(tmp_path: Path, 
     assert any("WidgetConfig(...) needs hardware this machine lacks: RuntimeError: mode 'gpu' needs a CUDA device" in n for n in report.notes)
     line = text[first - 1]
     assert next(p for p in report.problems if p.line == first + 4).col == len(line) - len(line.lstrip()) + 1 + len("config = ")
+
+
+def test_a_records_key_names_what_was_run_not_the_schemas_defaults() -> None:
+    """A verify record names an entry's reproduce section and the fingerprints it must match; a
+    field the schema gains with a default (as `metric`, `of`, `falls_to`, `nonfinite` were) must not
+    make every record stale, while a real change to what is matched does."""
+    from generator.schema import Entry, Fingerprint
+    from generator.validate import reproduce_key
+
+    class Grown(Fingerprint):  # the schema a release later, with one more field
+        hypothetical: int | None = None
+
+    real = load_catalog(Path(__file__).resolve().parent.parent / "entries")
+    e = next(r.entry for r in real.records.values() if r.entry.reproduce is not None and r.entry.reproduce.matches)
+    grown = e.model_copy(update={"fingerprints": tuple(Grown(**fp.model_dump()) for fp in e.fingerprints)})
+    assert reproduce_key(grown) == reproduce_key(e)
+    i = e.reproduce.matches[0]
+    data = e.model_dump(mode="json")
+    changed = dict(data, fingerprints=[dict(fp, strength="supporting" if fp["strength"] != "supporting" else "strong") if k == i else fp
+                                       for k, fp in enumerate(data["fingerprints"])])
+    assert reproduce_key(Entry.model_validate(changed)) != reproduce_key(e)
+
+
+def test_every_record_in_the_real_verified_yaml_names_its_entrys_current_reproduction() -> None:
+    """A record whose key no longer matches is shown as stale on the entry page; none is."""
+    root = Path(__file__).resolve().parent.parent / "entries"
+    catalog = load_catalog(root)
+    records = yaml.safe_load((root / "verified.yaml").read_text())["verified"]
+    stale = [slug for slug, v in records.items() if v["reproduce"] != catalog.records[slug].head.reproduce_key]
+    assert stale == []
