@@ -53,7 +53,7 @@ from typing import Any
 
 from ahocorasick_rs import BytesAhoCorasick, Implementation
 
-from .metrics import Reading, Series, metric_rules, read
+from .metrics import FAST, Reading, Series, check, metric_rules, read, read_piece
 from .rankrules import RANK_RULES
 from .patterns import MAX_LINE, compile_line_filter, compile_pattern, plain_number, required_literals
 
@@ -244,6 +244,11 @@ def _tail_start(chunk: bytes, lines: int) -> int:
     return pos + 1 if lines else len(chunk)
 
 
+def _line_end(chunk: bytes, start: int) -> int:
+    end = chunk.find(b"\n", start)
+    return len(chunk) if end < 0 else end
+
+
 def rank_of(line: str) -> int | None:
     head = line[:120]
     for rx in _RANK_RES:
@@ -267,15 +272,23 @@ class Matcher:
         self._filters: dict[int, re.Pattern[bytes] | None] = {}
         # literal → the fingerprints it is a candidate for: their patterns, and their `near` patterns
         pattern_literals: dict[bytes, set[int]] = {}
+        metric_literals: dict[bytes, set[int]] = {}
         near_literals: dict[bytes, set[int]] = {}
+        # Metric fingerprints: the compiled reader (metrics.read_piece) reads every line of a
+        # piece, so their spellings (on half the lines of a training log) stay out of the literal pass.
+        self._metric_fps = [i for i, fp in enumerate(self.fps) if fp.get("metric")] if FAST else []
+        self._requests = sorted({(self.fps[i]["metric"], self.fps[i].get("of")) for i in self._metric_fps}, key=str)
         for i, fp in enumerate(self.fps):
             for lit in fp["literals"]:
-                pattern_literals.setdefault(lit.encode(), set()).add(i)
+                (metric_literals if i in self._metric_fps else pattern_literals).setdefault(lit.encode(), set()).add(i)
             for lit in fp["near_literals"]:
                 near_literals.setdefault(lit.encode(), set()).add(i)
-        # One Aho-Corasick pass (Rust) finds every literal of a piece at once.
+        # One Aho-Corasick pass (Rust) finds every literal of a piece at once; the metric
+        # spellings' own pass runs only on a piece the compiled reader leaves to `read`.
         self._scanner, self._targets = _literal_scanner(pattern_literals)
+        self._metric_literals = metric_literals
         self._near_scanner, self._near_targets = _literal_scanner(near_literals)
+        self._metric_scanner: tuple[BytesAhoCorasick | None, list[frozenset[int]]] | None = None
         self._window = max((fp["window"] for fp in self.fps if fp.get("near")), default=0)
         self.carry = b""
         self.line_base = 0  # lines before the current chunk
@@ -342,10 +355,14 @@ class Matcher:
     def _piece(self, chunk: bytes) -> None:
         if b"\x1b" in chunk:
             chunk = _ANSI_BYTES.sub(b"", chunk)
-        candidates = self._pattern_lines(chunk)
-        near = self._near_lines(chunk, candidates) if self._near_scanner else []
+        candidates = self._pattern_lines(chunk, self._scanner, self._targets)
+        fired = self._metric_piece(chunk, candidates) if self._metric_fps else []
+        near = self._near_lines(chunk, candidates, {i for _, i in fired}) if self._near_scanner else []
         # Lines in order; on one line the `near` candidates come first (rule 3).
-        events = sorted([(start, 0, end, fps) for start, end, fps in near] + [(start, 1, end, fps) for start, end, fps in candidates])
+        events: list[tuple[int, int, int, Any]] = sorted(
+            [(start, 0, end, fps) for start, end, fps in near] + [(start, 1, end, fps) for start, end, fps in candidates]
+            + [(start, 2, _line_end(chunk, start), (i,)) for start, i in fired]
+        )
         line_no = self.line_base
         prev = 0
         for start, kind, end, fps in events:
@@ -355,21 +372,71 @@ class Matcher:
             if kind == 0:
                 for i in sorted(fps):
                     self._near_candidate(i, line_no + 1, raw)
-            else:
+            elif kind == 1:
                 self._match_line(line_no + 1, raw.decode("utf-8", "replace"), fps)
+            else:
+                self._metric_fired(fps[0], line_no + 1, raw.decode("utf-8", "replace"))
         self.line_base = line_no + chunk.count(b"\n", prev)
 
-    def _pattern_lines(self, chunk: bytes) -> list[tuple[int, int, set[int]]]:
+    def _metric_piece(self, chunk: bytes, candidates: list[tuple[int, int, set[int]]]) -> list[tuple[int, int]]:
+        """The metric fingerprints over a piece, with the compiled reader: every reading goes into
+        its fingerprint's series and check (the same as `_metric` and `_numeric` line by line);
+        what comes back is where each fired, (line start, fingerprint), for
+        `_metric_fired` to make the evidence in line order. A piece the reader leaves to Python
+        adds its metric lines to `candidates` instead."""
+        got = read_piece(chunk, self._requests, MAX_LINE)
+        if got is None:
+            if self._metric_scanner is None:
+                self._metric_scanner = _literal_scanner(self._metric_literals)
+            extra = self._pattern_lines(chunk, *self._metric_scanner)
+            merged: dict[int, tuple[int, int, set[int]]] = {s: (s, e, set(f)) for s, e, f in candidates}
+            for s, e, f in extra:
+                merged[s] = (s, e, merged[s][2] | f) if s in merged else (s, e, f)
+            candidates[:] = [merged[s] for s in sorted(merged)]
+            return []
+        by_request = dict(zip(self._requests, got))
+        fired: list[tuple[int, int]] = []
+        for i in self._metric_fps:
+            fp, st = self.fps[i], self.state[i]
+            lines, starts, values = by_request[fp["metric"], fp.get("of")]
+            if not lines:
+                continue
+            assert st.series is not None
+            base = self.line_base + 1  # line numbers count from 1
+            st.series.extend(lines, values, base)
+            kind = "nonfinite" if fp.get("nonfinite") else "rising" if fp.get("rising") else "falls_to" if fp.get("falls_to") is not None else "share_above"
+            limit = fp.get("falls_to") if kind == "falls_to" else fp.get("share_above") if kind == "share_above" else 0.0
+            st.previous, st.streak, st.good, hits = check(kind, fp.get("times") or 0, float(limit or 0.0), st.previous, st.streak, st.good, values)
+            for k in hits:
+                v = values[k]
+                st.series.fire(base + lines[k], None if v != v else v, EVIDENCE_PER_FINGERPRINT)
+                fired.append((starts[k], i))
+        return fired
+
+    def _metric_fired(self, i: int, number: int, line: str) -> None:
+        """A metric fingerprint fired on this line (`_metric_piece`): its hit, with the evidence
+        `_metric` would make (the reading of the first segment that has one)."""
+        fp, st = self.fps[i], self.state[i]
+        if not fp.get("near") and len(st.evidence) >= EVIDENCE_PER_FINGERPRINT:
+            st.count += 1  # all `_confirm` would do: the evidence is full
+            return
+        for segment in _segments(line):
+            got = read(fp["metric"], segment)
+            if got is not None:
+                self._hit(i, self._evidence(number, line, segment, got.start, got.end))
+                return
+
+    def _pattern_lines(self, chunk: bytes, scanner: BytesAhoCorasick | None, targets: list[frozenset[int]]) -> list[tuple[int, int, set[int]]]:
         """Rule 2: the lines of `chunk` that hold a pattern's literal, each with the fingerprints
         to test on it, less those that a fingerprint's line filter rules out (`_filtered`)."""
-        if self._scanner is None:
+        if scanner is None:
             return []
         ends: dict[int, int] = {}  # line start -> line end
         plain: dict[int, bytes | None] = {}  # line start -> the line, if its filters can answer for it
         by_literal: dict[int, list[int]] = {}  # literal -> the starts of the lines that hold it
         ascii_chunk = chunk.isascii()
         start = end = -1
-        for lit, pos, _ in self._scanner.find_matches_as_indexes(chunk, overlapping=True):
+        for lit, pos, _ in scanner.find_matches_as_indexes(chunk, overlapping=True):
             if not start <= pos < end:  # a new line (the matches of one line come together)
                 start = chunk.rfind(b"\n", 0, pos) + 1
                 end = chunk.find(b"\n", pos)
@@ -383,7 +450,7 @@ class Matcher:
                 starts.append(start)
         by_fp: dict[int, list[list[int]]] = {}
         for lit, starts in by_literal.items():
-            for i in self._targets[lit]:
+            for i in targets[lit]:
                 by_fp.setdefault(i, []).append(starts)
         lines: dict[int, set[int]] = {}
         for i, groups in by_fp.items():
@@ -417,12 +484,13 @@ class Matcher:
             index += 1
         return keep
 
-    def _near_lines(self, chunk: bytes, candidates: list[tuple[int, int, set[int]]]) -> list[tuple[int, int, set[int]]]:
+    def _near_lines(self, chunk: bytes, candidates: list[tuple[int, int, set[int]]], hits: set[int]) -> list[tuple[int, int, set[int]]]:
         """The lines of `chunk` that hold a `near` literal and can matter (rule 3): for a
-        fingerprint with a pending hit or a candidate line in this piece, all of them; for the
-        others, those of the last `window` lines only, where a later hit may look back."""
+        fingerprint with a pending hit, a candidate line or a hit (`hits`) in this piece, all of
+        them; for the others, those of the last `window` lines only, where a later hit may look back."""
         # A pending hit older than its window can no longer be confirmed.
         active = {i for i, st in enumerate(self.state) if st.pending and st.pending[-1].line + self.fps[i]["window"] > self.line_base}
+        active.update(i for i in hits if self.fps[i].get("near"))
         for _, _, line_fps in candidates:
             active.update(i for i in line_fps if self.fps[i].get("near"))
         tail = _tail_start(chunk, self._window)

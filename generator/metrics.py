@@ -43,11 +43,18 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+try:  # the loop of `read` over a whole piece, in C (setup.py builds it where a compiler is)
+    from . import _metricscan  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - an install without a compiler reads in Python alone
+    _metricscan = None
+
 __all__ = [
-    "QUANTITIES", "SERIES_CAP", "Reading", "Series", "metric_rules", "read", "sparkline", "spellings",
+    "FAST", "QUANTITIES", "SERIES_CAP", "Reading", "Series", "check", "metric_rules", "read", "read_piece", "sparkline", "spellings",
 ]
 
 # name → (kind, spellings). A spelling with " (ms)"-style unit in it is scaled by KEY_SCALE.
@@ -177,6 +184,73 @@ def read(name: str, line: str) -> Reading | None:
     return Reading(value, last.start(), last.end())
 
 
+FAST = _metricscan is not None
+_NAMES = tuple(QUANTITIES)
+_INDEX = {name: k for k, name in enumerate(_NAMES)}
+
+
+def _ordered(words: Any) -> list[str]:
+    return sorted(words, key=lambda w: (-len(w), w))  # the pattern's order (`_pattern`)
+
+
+# Each quantity as _metricscan takes it: keys and units in the pattern's order, with their scales.
+_SCAN_QUANTITIES = tuple(
+    (
+        tuple(k.encode() for k in _ordered(keys)), tuple(KEY_SCALE.get(k, 1.0) for k in _ordered(keys)),
+        tuple(u.encode() for u in _ordered(UNITS[kind])), tuple(UNITS[kind][u] for u in _ordered(UNITS[kind])),
+    )
+    for kind, keys in QUANTITIES.values()
+)
+_KEY_CHARS = "".join(sorted(KEY_CHARS)).encode()
+_NOT_AFTER = tuple(w.encode() for w in NOT_AFTER)
+
+
+class PieceReadings(NamedTuple):
+    lines: array[int]  # the line's index in the piece (0-based)
+    starts: array[int]  # where the line starts in the piece
+    values: array[float]  # the reading (or the share), NaN for a non-finite one
+
+
+def read_piece(piece: bytes, requests: Sequence[tuple[str, str | None]], max_line: int) -> list[PieceReadings] | None:
+    """Rules 1-5 on every line of `piece` (lines end with a newline, segments at carriage
+    returns, each cut at `max_line` characters), per request `(quantity, of)`: the lines whose
+    first segment with a reading of `quantity` has one, with that reading, or for `of` the share
+    of `of`'s reading in the same segment, where both are finite and the whole is above 0 (the
+    lines without are left out, as diagnose.Matcher._metric leaves them). None when the compiled
+    reader is missing or the piece has a long non-ASCII segment, whose cut only Python can tell:
+    then `read` decides, line by line."""
+    if _metricscan is None:
+        return None
+    got = _metricscan.readings(
+        piece, _SCAN_QUANTITIES, tuple((_INDEX[q], _INDEX[o] if o else -1) for q, o in requests), max_line, _KEY_CHARS, _NOT_AFTER,
+    )
+    if got is None:
+        return None
+    out = []
+    for lines, starts, values in got:
+        a, b, c = array("q"), array("q"), array("d")
+        a.frombytes(lines)
+        b.frombytes(starts)
+        c.frombytes(values)
+        out.append(PieceReadings(a, b, c))
+    return out
+
+
+CHECKS = {"nonfinite": 0, "rising": 1, "falls_to": 2, "share_above": 3}
+
+
+def check(kind: str, times: int, limit: float, previous: float | None, streak: int, good: int,
+          values: array[float]) -> tuple[float | None, int, int, array[int]]:
+    """A numeric check (diagnose.Matcher._numeric's rules) over a run of readings in order:
+    the check's new state (previous, streak, good) and the indexes of the readings where it
+    fired. Needs the compiled reader (`FAST`)."""
+    assert _metricscan is not None
+    previous, streak, good, fired = _metricscan.check(CHECKS[kind], times, limit, previous, streak, good, values)
+    out = array("q")
+    out.frombytes(fired)
+    return previous, streak, good, out
+
+
 @dataclass
 class Series:
     """The readings of one fingerprint over a log: bounded, thinned deterministically."""
@@ -193,6 +267,21 @@ class Series:
                 self.points = self.points[::2]
                 self.stride *= 2
         self.seen += 1
+
+    def extend(self, lines: Sequence[int], values: Sequence[float | None], base: int = 0) -> None:
+        """`add(base + line, value)` of each in turn, at once (NaN as None): the points kept are the readings whose
+        index is a multiple of the stride, and the stride the least power of two (times the one
+        before) that keeps at most SERIES_CAP of them."""
+        total = self.seen + len(lines)
+        stride = self.stride
+        while (total + stride - 1) // stride > SERIES_CAP:
+            stride *= 2
+        points = self.points[:: stride // self.stride] if stride != self.stride else self.points
+        first = -self.seen % stride  # the first new index that is a multiple of the stride
+        for k in range(first, len(lines), stride):
+            v = values[k]
+            points.append([base + lines[k], None if v is None or v != v else v])
+        self.points, self.stride, self.seen = points, stride, total
 
     def fire(self, line: int, value: float | None, limit: int) -> None:
         if len(self.fired) < limit and (not self.fired or self.fired[-1][0] != line):

@@ -51,6 +51,11 @@ def test_wheel_carries_the_encyclopedia(installed: tuple[Path, Path]) -> None:
     shipped = {n for n in names if n.startswith("generator/bundle/entries/") and n.endswith(".yaml")}
     assert len(shipped) == len(list((ROOT / "entries").rglob("*.yaml")))
     assert "generator/bundle/fingerprints.json" in names and "generator/bundle/templates/base.html" in names
+    # the compiled metric reader is built into the wheel, and the installed tool loads it
+    assert any(n.startswith("generator/_metricscan.") and n.endswith(".so") for n in names), names
+    python = script.parent / "python"
+    fast = subprocess.run([str(python), "-c", "import generator.metrics as m; print(m.FAST)"], capture_output=True, text=True, cwd=_job)
+    assert fast.stdout.strip() == "True", fast.stderr
 
 
 def test_installed_diagnose_works_in_another_folder(installed: tuple[Path, Path]) -> None:
