@@ -26,12 +26,12 @@ $(VENV)/bin/python:
 
 # compileall: an editable install leaves the generator uncompiled, and where PYTHONDONTWRITEBYTECODE
 # is set every `failpedia` run would compile it again (about 0.1 s of each).
-$(DEPS_STAMP): pyproject.toml | $(VENV)/bin/python
+$(DEPS_STAMP): pyproject.toml setup.py generator/_scan.c | $(VENV)/bin/python
 	$(PY) -m pip install -q -e .
 	$(PY) -m compileall -q generator
 	rm -f $(VENV)/.deps-*; touch $@
 
-$(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
+$(TEST_STAMP): pyproject.toml setup.py generator/_scan.c | $(VENV)/bin/python
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m compileall -q generator
 	rm -f $(VENV)/.test-deps-* $(VENV)/.deps-*; touch $@ $(DEPS_STAMP)

@@ -30,8 +30,8 @@ class BuildPyWithBundle(build_py):
         print(f"bundled {count} entries into the package", file=sys.stderr)
 
 
-# The metric reader's loop in C (generator/_metricscan.c). Optional: without a compiler the
+# The metric reader's loop in C (generator/_scan.c). Optional: without a compiler the
 # install still works and diagnose reads metrics in Python, by the same rules, only slower.
-METRICSCAN = Extension("generator._metricscan", ["generator/_metricscan.c"], optional=True)
+METRICSCAN = Extension("generator._scan", ["generator/_scan.c"], optional=True)
 
 setup(cmdclass={"build_py": BuildPyWithBundle}, ext_modules=[METRICSCAN])

@@ -37,7 +37,11 @@ line ends; one Aho-Corasick pass over a piece finds the pattern literals; a fing
 filter (`patterns.compile_line_filter`) is searched once over all its candidate lines joined by
 newlines, and only the lines it may match are decoded and searched segment by segment; `near`
 literals are looked for only in a piece where the fingerprint has a candidate or a pending hit,
-and in the last `window` lines of every piece, where a later hit may look back.
+and in the last `window` lines of every piece, where a later hit may look back. Where the
+compiled loops are built (generator/_scan.c, `metrics.compiled`), the metric fingerprints are
+read over every line of a piece in C (`metrics.read_piece`, `metrics.check`) instead of from the
+literal pass, and the literal matches are grouped into lines in C (`_group_lines`);
+tests/test_scan.py checks the matcher's state is the same with them and without.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ from typing import Any
 
 from ahocorasick_rs import BytesAhoCorasick, Implementation
 
-from .metrics import FAST, Reading, Series, check, metric_rules, read, read_piece
+from .metrics import FAST, Reading, Series, check, compiled, metric_rules, read, read_piece
 from .rankrules import RANK_RULES
 from .patterns import MAX_LINE, compile_line_filter, compile_pattern, plain_number, required_literals
 
@@ -244,6 +248,31 @@ def _tail_start(chunk: bytes, lines: int) -> int:
     return pos + 1 if lines else len(chunk)
 
 
+def _group_lines(chunk: bytes, matches: list[tuple[int, int, int]], max_line: int) -> tuple[dict[int, int], dict[int, bytes | None], dict[int, list[int]]]:
+    """The lines that hold the literal matches (in order): each line's end (by its start), the
+    line itself where a bytes filter can answer for it (ASCII, at most `max_line` bytes) or None,
+    and the starts of the lines that hold each literal. The compiled reader's `group_lines` is
+    this loop in C (tests/test_scan.py checks the two)."""
+    ends: dict[int, int] = {}
+    plain: dict[int, bytes | None] = {}
+    by_literal: dict[int, list[int]] = {}
+    ascii_chunk = chunk.isascii()
+    start = end = -1
+    for lit, pos, _ in matches:
+        if not start <= pos < end:  # a new line (the matches of one line come together)
+            start = chunk.rfind(b"\n", 0, pos) + 1
+            end = chunk.find(b"\n", pos)
+            end = ends[start] = len(chunk) if end < 0 else end
+            raw = chunk[start:end] if end - start <= max_line else None
+            plain[start] = raw if raw is not None and (ascii_chunk or raw.isascii()) else None
+        starts = by_literal.get(lit)
+        if starts is None:
+            by_literal[lit] = [start]
+        elif starts[-1] != start:
+            starts.append(start)
+    return ends, plain, by_literal
+
+
 def _line_end(chunk: bytes, start: int) -> int:
     end = chunk.find(b"\n", start)
     return len(chunk) if end < 0 else end
@@ -431,23 +460,8 @@ class Matcher:
         to test on it, less those that a fingerprint's line filter rules out (`_filtered`)."""
         if scanner is None:
             return []
-        ends: dict[int, int] = {}  # line start -> line end
-        plain: dict[int, bytes | None] = {}  # line start -> the line, if its filters can answer for it
-        by_literal: dict[int, list[int]] = {}  # literal -> the starts of the lines that hold it
-        ascii_chunk = chunk.isascii()
-        start = end = -1
-        for lit, pos, _ in scanner.find_matches_as_indexes(chunk, overlapping=True):
-            if not start <= pos < end:  # a new line (the matches of one line come together)
-                start = chunk.rfind(b"\n", 0, pos) + 1
-                end = chunk.find(b"\n", pos)
-                end = ends[start] = len(chunk) if end < 0 else end
-                raw = chunk[start:end] if end - start <= MAX_LINE else None
-                plain[start] = raw if raw is not None and (ascii_chunk or raw.isascii()) else None
-            starts = by_literal.get(lit)
-            if starts is None:
-                by_literal[lit] = [start]
-            elif starts[-1] != start:
-                starts.append(start)
+        matches = scanner.find_matches_as_indexes(chunk, overlapping=True)
+        ends, plain, by_literal = (compiled.group_lines if compiled is not None else _group_lines)(chunk, matches, MAX_LINE)
         by_fp: dict[int, list[list[int]]] = {}
         for lit, starts in by_literal.items():
             for i in targets[lit]:

@@ -49,12 +49,12 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 try:  # the loop of `read` over a whole piece, in C (setup.py builds it where a compiler is)
-    from . import _metricscan  # type: ignore[attr-defined]
+    from . import _scan as compiled  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - an install without a compiler reads in Python alone
-    _metricscan = None
+    compiled = None
 
 __all__ = [
-    "FAST", "QUANTITIES", "SERIES_CAP", "Reading", "Series", "check", "metric_rules", "read", "read_piece", "sparkline", "spellings",
+    "FAST", "QUANTITIES", "compiled", "SERIES_CAP", "Reading", "Series", "check", "metric_rules", "read", "read_piece", "sparkline", "spellings",
 ]
 
 # name → (kind, spellings). A spelling with " (ms)"-style unit in it is scaled by KEY_SCALE.
@@ -184,7 +184,7 @@ def read(name: str, line: str) -> Reading | None:
     return Reading(value, last.start(), last.end())
 
 
-FAST = _metricscan is not None
+FAST = compiled is not None
 _NAMES = tuple(QUANTITIES)
 _INDEX = {name: k for k, name in enumerate(_NAMES)}
 
@@ -193,7 +193,7 @@ def _ordered(words: Any) -> list[str]:
     return sorted(words, key=lambda w: (-len(w), w))  # the pattern's order (`_pattern`)
 
 
-# Each quantity as _metricscan takes it: keys and units in the pattern's order, with their scales.
+# Each quantity as _scan takes it: keys and units in the pattern's order, with their scales.
 _SCAN_QUANTITIES = tuple(
     (
         tuple(k.encode() for k in _ordered(keys)), tuple(KEY_SCALE.get(k, 1.0) for k in _ordered(keys)),
@@ -219,9 +219,9 @@ def read_piece(piece: bytes, requests: Sequence[tuple[str, str | None]], max_lin
     lines without are left out, as diagnose.Matcher._metric leaves them). None when the compiled
     reader is missing or the piece has a long non-ASCII segment, whose cut only Python can tell:
     then `read` decides, line by line."""
-    if _metricscan is None:
+    if compiled is None:
         return None
-    got = _metricscan.readings(
+    got = compiled.readings(
         piece, _SCAN_QUANTITIES, tuple((_INDEX[q], _INDEX[o] if o else -1) for q, o in requests), max_line, _KEY_CHARS, _NOT_AFTER,
     )
     if got is None:
@@ -244,8 +244,8 @@ def check(kind: str, times: int, limit: float, previous: float | None, streak: i
     """A numeric check (diagnose.Matcher._numeric's rules) over a run of readings in order:
     the check's new state (previous, streak, good) and the indexes of the readings where it
     fired. Needs the compiled reader (`FAST`)."""
-    assert _metricscan is not None
-    previous, streak, good, fired = _metricscan.check(CHECKS[kind], times, limit, previous, streak, good, values)
+    assert compiled is not None
+    previous, streak, good, fired = compiled.check(CHECKS[kind], times, limit, previous, streak, good, values)
     out = array("q")
     out.frombytes(fired)
     return previous, streak, good, out

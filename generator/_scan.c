@@ -1,9 +1,9 @@
-/* The metric reader's loop in compiled code: metrics.py's rules 1-5 over every line of a piece,
+/* The matcher's loops in compiled code. First the metric reader's: metrics.py's rules 1-5 over every line of a piece,
  * and the numeric checks over the readings.
  *
  * metrics.read (Python, a regex per quantity) stays the definition: this module follows the same
  * pattern (metrics._pattern) step by step, in the order a backtracking regex tries its choices, so
- * the first reading it finds is the regex's; tests/test_metricscan.py checks the two on
+ * the first reading it finds is the regex's; tests/test_scan.py checks the two on
  * generated lines. What this saves is Python work per reading (half the lines of a training log
  * hold one), not regex work.
  *
@@ -191,7 +191,7 @@ static int after_key(const Seg *g, const Quantity *q, Py_ssize_t at, Reading *r)
 static int match_at(const Seg *g, const Quantity *q, Py_ssize_t p, Reading *r) {
     for (int k = 0; k < q->nkeys; k++) {
         const Word *w = &q->keys[k];
-        if (p + w->n <= g->b && w->s[0] == g->s[p] && memcmp(g->s + p, w->s, w->n) == 0) {
+        if (p + w->n <= g->b && w->s[0] == g->s[p] && (w->n < 2 || w->s[1] == g->s[p + 1]) && memcmp(g->s + p, w->s, w->n) == 0) {
             int got = after_key(g, q, p + w->n, r);
             if (got < 0) return -1;
             if (got) {
@@ -277,13 +277,13 @@ typedef struct {
 
 /* The positions of a segment whose two bytes may begin a key, with the quantities whose keys
  * they may begin: one pass over the segment for all the quantities. */
-static int candidates(const Seg *g, const uint32_t *pairs, const unsigned char *first, Candidates *c) {
+static int candidates(const Seg *g, const uint32_t *pairs, const unsigned char *any, Candidates *c) {
     const unsigned char *s = g->s;
     c->len = 0;
     for (Py_ssize_t p = 0; p + 1 < g->b; p++) {
-        if (!first[s[p]]) continue;
-        uint32_t m = pairs[(s[p] << 8) | s[p + 1]];
-        if (!m) continue;
+        unsigned idx = ((unsigned)s[p] << 8) | s[p + 1];
+        if (!(any[idx >> 3] & (1u << (idx & 7)))) continue; /* a bit per pair: small enough to stay in cache */
+        uint32_t m = pairs[idx];
         if (c->len == c->cap) {
             Py_ssize_t cap = c->cap ? c->cap * 2 : 64;
             Py_ssize_t *at = PyMem_Realloc(c->at, cap * sizeof(Py_ssize_t));
@@ -338,6 +338,7 @@ static PyObject *array_bytes(const void *data, Py_ssize_t n) {
 }
 
 static PyObject *readings(PyObject *self, PyObject *args) {
+    (void)self;
     Py_buffer piece;
     PyObject *quantities, *requests, *not_after;
     Py_ssize_t max_line;
@@ -352,8 +353,8 @@ static PyObject *readings(PyObject *self, PyObject *args) {
     Py_ssize_t nq = PyTuple_GET_SIZE(quantities), nr = PyTuple_GET_SIZE(requests);
     uint32_t *pairs = NULL;
     Candidates cands = {0};
-    unsigned char key_chars[256], forbidden[256], first[256];
-    memset(first, 0, sizeof first);
+    unsigned char key_chars[256], forbidden[256], any[8192];
+    memset(any, 0, sizeof any);
     memset(key_chars, 0, sizeof key_chars);
     memset(forbidden, 0, sizeof forbidden);
     for (Py_ssize_t i = 0; i < key_chars_buf.len; i++) key_chars[((unsigned char *)key_chars_buf.buf)[i]] = 1;
@@ -392,10 +393,12 @@ static PyObject *readings(PyObject *self, PyObject *args) {
         if (!(needed & (1u << i))) continue;
         for (int k = 0; k < qs[i].nkeys; k++) {
             const Word *w = &qs[i].keys[k];
-            if (w->n) first[w->s[0]] = 1;
-            if (w->n >= 2) pairs[(w->s[0] << 8) | w->s[1]] |= 1u << i;
-            else if (w->n == 1)
-                for (int c = 0; c < 256; c++) pairs[(w->s[0] << 8) | c] |= 1u << i;
+            for (int c = 0; c < 256; c++) {
+                if (w->n == 0 || (w->n >= 2 && c != w->s[1])) continue;
+                unsigned idx = ((unsigned)w->s[0] << 8) | (unsigned)c;
+                pairs[idx] |= 1u << i;
+                any[idx >> 3] |= (unsigned char)(1u << (idx & 7));
+            }
         }
     }
     const unsigned char *s = piece.buf;
@@ -429,7 +432,7 @@ static PyObject *readings(PyObject *self, PyObject *args) {
             Py_ssize_t y = cr ? cr - s : e;
             Seg g = {s + x, y - x > max_line ? max_line : y - x, forbidden};
             uint32_t have = 0; /* quantities read in this segment */
-            if (candidates(&g, pairs, first, &cands) < 0) {
+            if (candidates(&g, pairs, any, &cands) < 0) {
                 PyErr_NoMemory();
                 goto done;
             }
@@ -496,6 +499,7 @@ done:
 }
 
 static PyObject *check(PyObject *self, PyObject *args) {
+    (void)self;
     int kind;
     long long times;
     double limit;
@@ -547,12 +551,92 @@ static PyObject *check(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* group_lines(piece, matches, max_line) -> (ends, plain, by_literal): diagnose._group_lines, the
+ * same dicts from the same loop (the literal matches of a piece, (literal, start, end) in order). */
+static PyObject *group_lines(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer piece;
+    PyObject *matches;
+    Py_ssize_t max_line;
+    if (!PyArg_ParseTuple(args, "y*O!n", &piece, &PyList_Type, &matches, &max_line)) return NULL;
+    const unsigned char *s = piece.buf;
+    Py_ssize_t n = piece.len;
+    PyObject *ends = PyDict_New(), *plain = PyDict_New(), *by_literal = PyDict_New(), *result = NULL;
+    PyObject *starts = NULL; /* the list of the literal of the last match (borrowed from by_literal) */
+    Py_ssize_t start = -1, end = -1, last_lit = -1;
+    if (!ends || !plain || !by_literal) goto done;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(matches); k++) {
+        PyObject *m = PyList_GET_ITEM(matches, k);
+        if (!PyTuple_Check(m) || PyTuple_GET_SIZE(m) < 2) {
+            PyErr_SetString(PyExc_TypeError, "a match is (literal, start, end)");
+            goto done;
+        }
+        Py_ssize_t lit = PyLong_AsSsize_t(PyTuple_GET_ITEM(m, 0)), pos = PyLong_AsSsize_t(PyTuple_GET_ITEM(m, 1));
+        if (PyErr_Occurred()) goto done;
+        if (pos < 0 || pos >= n) {
+            PyErr_SetString(PyExc_ValueError, "a match outside the piece");
+            goto done;
+        }
+        if (!(start <= pos && pos < end)) {
+            Py_ssize_t a = pos;
+            while (a > 0 && s[a - 1] != '\n') a--;
+            const unsigned char *nl = memchr(s + pos, '\n', n - pos);
+            start = a;
+            end = nl ? nl - s : n;
+            PyObject *key = PyLong_FromSsize_t(start), *val = PyLong_FromSsize_t(end), *raw = NULL;
+            int bad = !key || !val || PyDict_SetItem(ends, key, val) < 0;
+            if (!bad) {
+                int ok = end - start <= max_line;
+                for (Py_ssize_t x = start; ok && x < end; x++) ok = s[x] < 0x80;
+                raw = ok ? PyBytes_FromStringAndSize((const char *)s + start, end - start) : (Py_INCREF(Py_None), Py_None);
+                bad = !raw || PyDict_SetItem(plain, key, raw) < 0;
+            }
+            Py_XDECREF(key);
+            Py_XDECREF(val);
+            Py_XDECREF(raw);
+            if (bad) goto done;
+        }
+        if (lit != last_lit || !starts) {
+            PyObject *lk = PyLong_FromSsize_t(lit);
+            if (!lk) goto done;
+            starts = PyDict_GetItemWithError(by_literal, lk);
+            if (!starts) {
+                if (PyErr_Occurred() || !(starts = PyList_New(0)) || PyDict_SetItem(by_literal, lk, starts) < 0) {
+                    Py_XDECREF(starts);
+                    Py_DECREF(lk);
+                    goto done;
+                }
+                Py_DECREF(starts); /* by_literal holds it */
+            }
+            Py_DECREF(lk);
+            last_lit = lit;
+        }
+        Py_ssize_t size = PyList_GET_SIZE(starts);
+        if (!size || PyLong_AsSsize_t(PyList_GET_ITEM(starts, size - 1)) != start) {
+            PyObject *v = PyLong_FromSsize_t(start);
+            if (!v || PyList_Append(starts, v) < 0) {
+                Py_XDECREF(v);
+                goto done;
+            }
+            Py_DECREF(v);
+        }
+    }
+    result = PyTuple_Pack(3, ends, plain, by_literal);
+done:
+    Py_XDECREF(ends);
+    Py_XDECREF(plain);
+    Py_XDECREF(by_literal);
+    PyBuffer_Release(&piece);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"group_lines", group_lines, METH_VARARGS, "The lines that hold a piece's literal matches (diagnose._group_lines)."},
     {"readings", readings, METH_VARARGS, "The readings of each request on every line of a piece."},
     {"check", check, METH_VARARGS, "A numeric check over readings: its new state and where it fired."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_metricscan", "metrics.read's loop in compiled code.", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "The matcher's loops in compiled code.", -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__metricscan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }

@@ -1,4 +1,4 @@
-"""The compiled metric reader (generator/_metricscan.c) against the definition it speeds up:
+"""The compiled metric reader (generator/_scan.c) against the definition it speeds up:
 `metrics.read` line by line, and the matcher's Python path (`Matcher._metric`, `_numeric`)
 fingerprint by fingerprint, on generated lines and on every real log the tests hold."""
 
@@ -173,7 +173,10 @@ def spec() -> dict:
 
 
 def outcome(spec: dict, data: bytes, fast: bool, monkeypatch: pytest.MonkeyPatch, feed: int) -> list:
+    """The matcher's whole state after a log: with the compiled loops (the metric reader, the
+    grouping of literal matches into lines), or with neither."""
     monkeypatch.setattr(diagnose, "FAST", fast)
+    monkeypatch.setattr(diagnose, "compiled", metrics.compiled if fast else None)
     m = Matcher(spec, "x.log")
     for k in range(0, len(data), feed):
         m.feed(data[k : k + feed])
@@ -217,3 +220,38 @@ def test_a_long_training_log_diagnoses_the_same(spec: dict, monkeypatch: pytest.
     assert fast == outcome(spec, data, False, monkeypatch, 4 * 1024 * 1024)
     slugs = [fp["slug"] for fp, (count, *_rest) in zip(spec["fingerprints"], fast) if count]
     assert {"exploding-gradients", "loss-scale-collapse", "nan-loss-fp16-overflow"} <= set(slugs)
+
+
+def test_dense_literal_lines_are_filtered_the_same(spec: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces where `NCCL INFO` is on every other line, a few of them the lines a fingerprint
+    matches, one of those not ASCII."""
+    rnd = random.Random(2)
+    out = []
+    for n in range(40000):
+        out.append(f"node-1:{n}:{n} [0] NCCL INFO Channel {n % 32:02d}/0 : 0[0] -> 1[1] via P2P/IPC" if n % 2 else f"step {n} loss {rnd.random():.3f}")
+        if n in (1234, 20001, 39000):
+            out.append("node-1:1:1 [0] NCCL INFO NET/Socket : Using [0]docker0:172.17.0.1<0>")
+            out.append("node-1:1:1 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>")
+        if n == 20001:
+            out.append("node-1:1:1 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0> é")
+        if n in (1300, 38950):  # `near`: after one hit, before another
+            out.append("node-1:1:1 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 172.17.0.1<41517> failed : Connection refused")
+    data = ("\n".join(out) + "\n").encode()
+    fast = outcome(spec, data, True, monkeypatch, 1 << 20)
+    assert fast == outcome(spec, data, False, monkeypatch, 1 << 20)
+    hits = {fp["id"]: count for fp, (count, *_rest) in zip(spec["fingerprints"], fast) if count}
+    assert any(slug.startswith("nccl-socket-interface-not-found") for slug in hits), hits
+
+
+def test_literal_matches_group_into_the_same_lines(spec: dict) -> None:
+    """compiled.group_lines against diagnose._group_lines, on every real log and on lines
+    longer than max_line, non-ASCII ones, a piece without a final newline."""
+    m = Matcher(spec, "x")
+    scanner = m._scanner
+    assert scanner is not None
+    pieces = [p.read_bytes() for p in real_logs()]
+    pieces.append(b"NCCL INFO " + b"x" * 5000 + b"\nCUDA out of memory \xc3\xa9 NCCL INFO\n\xff\xfeNCCL INFO Bootstrap")
+    for piece in pieces:
+        matches = scanner.find_matches_as_indexes(piece, overlapping=True)
+        for max_line in (4096, 40):
+            assert metrics.compiled.group_lines(piece, matches, max_line) == diagnose._group_lines(piece, matches, max_line)
