@@ -8,6 +8,7 @@ and incremental builds: each page also lists the entry slugs whose content it sh
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 from collections.abc import Callable
 from functools import lru_cache, partial
@@ -331,15 +332,23 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     # it is; the CUDA OOM page, which many OOM-shaped failures point to, comes before them.
     inbound = {slug: len(set(catalog.backlinks[slug]) | set(catalog.caused_by[slug])) for slug in all_slugs}
 
+    pointed = {slug: (-n, slug) for slug, n in inbound.items()}  # the most pointed-at first
+    records = catalog.records
+
     def by_relevance(slugs: tuple[str, ...], tag: str | None = None) -> tuple[str, ...]:
         """A tag's entries: those that name the tag earliest in their tags first (they are about
         it), then the most pointed-at; a category's: the most pointed-at first."""
-        def key(s: str) -> tuple[int, int, str]:
-            return (catalog.records[s].tags.index(tag) if tag is not None and tag in catalog.records[s].tags else 0, -inbound[s], s)
+        if tag is None:
+            return tuple(sorted(slugs, key=pointed.__getitem__))
+
+        def key(s: str) -> tuple[int, tuple[int, str]]:
+            tags = records[s].tags
+            return (tags.index(tag) if tag in tags else 0, pointed[s])
         return tuple(sorted(slugs, key=key))
 
-    # The home page: search and "paste your error" first, then the most common failures.
-    common = by_relevance(all_slugs)[:HOME_COMMON]
+    # The home page: search and "paste your error" first, then the most common failures
+    # (nsmallest: the first of sorted(), without sorting every entry).
+    common = tuple(heapq.nsmallest(HOME_COMMON, all_slugs, key=pointed.__getitem__))
     add(
         "index.html",
         "home.html",
