@@ -32,11 +32,13 @@ TIMEOUT = 10.0
 class Serve:
     """A `failpedia serve` subprocess with its output collected line by line."""
 
-    def __init__(self, project: Path, *args: str) -> None:
+    def __init__(self, project: Path, *args: str, sigint: Any = None) -> None:
         env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "generator", "serve", *args],
             cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            # the disposition of SIGINT the server starts with (None: this process's)
+            preexec_fn=None if sigint is None else lambda: signal.signal(signal.SIGINT, sigint),
         )
         self.lines: list[str] = []
         self._new = threading.Condition()
@@ -394,3 +396,13 @@ def test_a_template_error_is_reported_at_its_line_and_the_last_good_site_stays(p
         assert (project / "site/tags/oom/index.html").read_bytes() == good
     finally:
         builder.stop()
+
+
+@pytest.mark.parametrize("sigint", [signal.SIG_IGN, signal.SIG_DFL])
+def test_ctrl_c_stops_it_even_when_started_with_sigint_ignored(project: Path, sigint: Any) -> None:
+    """A script's background job (and CI run from one) starts with SIGINT ignored, and Python
+    then installs no handler: serve installs its own, so SIGINT stops it either way."""
+    server = Serve(project, "--port", "0", "--templates", "templates", sigint=sigint).started()
+    code, err = server.stop()
+    assert code == 0 and "Traceback" not in err
+    assert server.lines[-1] == "stopped"

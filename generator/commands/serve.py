@@ -37,6 +37,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     server = DevServer(Path(args.entries), out, config, args.host, args.port, log, templates, errors=_error)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Ctrl-C stops it even when started from a script's background job, which starts with SIGINT
+    # ignored (Python then installs no handler of its own).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         server.start()
         log(f"serving {args.out}/ at {server.url} — watching {args.entries}/ and {relative(server.templates)}/ (Ctrl-C to stop)")
