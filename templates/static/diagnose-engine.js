@@ -116,21 +116,28 @@ function diagnoseText(spec, text, file) {
   }
 
   // literal -> its targets: fingerprint i's pattern is target i, its `near` pattern n + i
-  var n = fps.length, literalList = [], targetsOf = [], literalIndex = new Map();
-  function addLiteral(lit, target) {
+  var n = fps.length, literalList = [], targetsOf = [], spotsOf = [], literalIndex = new Map();
+  function literalAt(lit) {
     var k = literalIndex.get(lit);
-    if (k === undefined) { k = literalList.length; literalIndex.set(lit, k); literalList.push(lit); targetsOf.push([]); }
+    if (k === undefined) { k = literalList.length; literalIndex.set(lit, k); literalList.push(lit); targetsOf.push([]); spotsOf.push(null); }
+    return k;
+  }
+  function addLiteral(lit, target) {
+    var k = literalAt(lit);
     if (targetsOf[k].indexOf(target) < 0) targetsOf[k].push(target);
   }
   // A metric fingerprint's literals are its quantity's spellings: where its pattern is lineLocal,
-  // its lines are found by one search for readings over the whole text (metricLines below)
-  // instead of by the literal scan, where every spelling would make each line a candidate.
+  // its lines are found by one search for readings (metricLines below) instead of by the literal
+  // scan, where every spelling would make each line a candidate; the scan only notes where its
+  // first and last literal lie, which bound that search (firstAt, lastAt).
   var wholeText = fps.map(function (fp) {
     return Boolean(fp.metric) && readMetric.lineLocal(fp.metric) && (!fp.of || readMetric.lineLocal(fp.of)) &&
       fp.literals.every(function (lit) { return lit.indexOf("\n") < 0; });
   });
+  var firstAt = new Float64Array(n).fill(-1), lastAt = new Float64Array(n).fill(-1);
   fps.forEach(function (fp, i) {
-    if (!wholeText[i]) fp.literals.forEach(function (lit) { addLiteral(lit, i); });
+    if (wholeText[i]) fp.literals.forEach(function (lit) { var k = literalAt(lit); (spotsOf[k] = spotsOf[k] || []).push(i); });
+    else fp.literals.forEach(function (lit) { addLiteral(lit, i); });
     fp.near_literals.forEach(function (lit) { addLiteral(lit, n + i); });
   });
 
@@ -140,6 +147,11 @@ function diagnoseText(spec, text, file) {
   var starts = [], ends = [], targets = [], lineOf = new Map(), ordered = true, current = -1;
   var inOrder = literalList.every(function (lit) { return lit.indexOf("\n") < 0; });
   if (literalList.length) literalScanner(literalList).scan(text, function (k, pos) {
+    var spots = spotsOf[k];
+    if (spots !== null) {
+      for (var j = 0; j < spots.length; j++) { if (firstAt[spots[j]] < 0) firstAt[spots[j]] = pos; lastAt[spots[j]] = pos; }
+      if (!targetsOf[k].length) return;
+    }
     if (current < 0 || pos < starts[current] || pos >= ends[current]) {
       var start = pos === 0 ? 0 : text.lastIndexOf("\n", pos - 1) + 1;
       current = inOrder ? undefined : lineOf.get(start);
@@ -152,7 +164,7 @@ function diagnoseText(spec, text, file) {
       }
     }
     var into = targets[current], add = targetsOf[k];
-    for (var j = 0; j < add.length; j++) if (into.indexOf(add[j]) < 0) into.push(add[j]);
+    for (j = 0; j < add.length; j++) if (into.indexOf(add[j]) < 0) into.push(add[j]);
   });
 
   function rankOf(line) { return rankPrefix(rankRes, line); }
@@ -219,7 +231,10 @@ function diagnoseText(spec, text, file) {
     return breaks;
   }
   function metricLines(i) {
-    var fp = fps[i], b = lineBreaks(), long = b.long, q = readMetric.cursor(fp.metric, text, b.nl, b.cr), o = null;
+    if (firstAt[i] < 0) return;  // none of its literals in the text: no line of it
+    var from = text.lastIndexOf("\n", firstAt[i]) + 1, to = text.indexOf("\n", lastAt[i]);
+    if (to < 0) to = text.length;
+    var fp = fps[i], b = lineBreaks(), long = b.long, q = readMetric.cursor(fp.metric, text, b.nl, b.cr, from, to), o = null;
     var lits = fp.literals, isLiteral = new Map(), near = nearLines[i], ni = 0, gi = 0, lastLine = -1;
     function hasLiteral(line) { return lits.some(function (lit) { return line.indexOf(lit) >= 0; }); }
     function keyIsLiteral(key) {  // a spelling that holds one of the literals (the spellings are the literals)
@@ -255,7 +270,7 @@ function diagnoseText(spec, text, file) {
       nearUpTo(number);
       var value = q.value, fired = false, finite = value === value;
       if (fp.of) {  // the reading of the same segment
-        if (o === null) o = readMetric.cursor(fp.of, text, b.nl, b.cr);
+        if (o === null) o = readMetric.cursor(fp.of, text, b.nl, b.cr, from, to);
         while (o.seg < seg) o.next();
         var whole = o.seg === seg ? o.value : NaN;
         if (finite && whole === whole && whole > 0) fired = onNumeric(i, number, value / whole, true);
@@ -274,8 +289,8 @@ function diagnoseText(spec, text, file) {
   // order of the rules.
   var hasCandidate = new Uint8Array(n), nearLines = fps.map(function () { return null; });
   targets.forEach(function (ts) { for (var t = 0; t < ts.length; t++) if (ts[t] < n) hasCandidate[ts[t]] = 1; });
-  fps.forEach(function (fp, i) { if (wholeText[i] && fp.near) { hasCandidate[i] = 1; nearLines[i] = []; } });
-  var lineNo = 0, prev = 0, maxLine = rules.max_line, nl = wholeText.some(Boolean) ? lineBreaks().nl : null;
+  fps.forEach(function (fp, i) { if (wholeText[i] && firstAt[i] >= 0) { hasCandidate[i] = 1; if (fp.near) nearLines[i] = []; } });
+  var lineNo = 0, prev = 0, maxLine = rules.max_line, nl = wholeText.some(function (w, i) { return w && firstAt[i] >= 0; }) ? lineBreaks().nl : null;
   order.forEach(function (k) {
     var found = targets[k].filter(function (t) { return t < n || hasCandidate[t - n]; });
     if (!found.length) return;

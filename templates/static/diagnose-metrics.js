@@ -11,12 +11,19 @@ function metricReader(rules) {
   var keyChar = new Uint8Array(128);
   for (var c = 0; c < rules.key_chars.length; c++) keyChar[rules.key_chars.charCodeAt(c)] = 1;
   var notAfter = rules.not_after;
+  // The character before the space of each not_after word that ends with one (the others can
+  // never end where a space precedes the key); 0x10000: a word that is a space alone.
+  var beforeSpace = new Uint8Array(0x10001);
+  notAfter.forEach(function (w) {
+    if (w.charCodeAt(w.length - 1) === 32) beforeSpace[w.length > 1 ? w.charCodeAt(w.length - 2) : 0x10000] = 1;
+  });
   // Rule 1: a whole key, not the end of a longer name or a validation figure (as metrics.read tests it).
   function wholeKey(line, start) {
     if (!start) return true;
     var before = line.charCodeAt(start - 1);
     if (before < 128 && keyChar[before]) return false;
     if (before !== 32) return true;
+    if (!beforeSpace[0x10000] && (start < 2 || !beforeSpace[line.charCodeAt(start - 2)])) return true;
     for (var w = 0; w < notAfter.length; w++) if (line.endsWith(notAfter[w], start)) return false;
     return true;
   }
@@ -64,18 +71,19 @@ function metricReader(rules) {
   // runs one regex natively over the text instead of twice per line). nl, cr: the positions of
   // every \n and \r. After next() returns true: the segment's line number, line and segment
   // bounds, its last reading's start, end, value (NaN: not finite) and key; after false, seg is
-  // Infinity.
-  read.cursor = function (name, text, nl, cr) {
+  // Infinity. from, to: a start and an end of lines, where the search is bounded.
+  read.cursor = function (name, text, nl, cr, from, to) {
     var rx = new RegExp(rules.patterns[name], "g");  // its own lastIndex
+    var part = text.slice(from, to);  // V8 makes no copy of it
     var li = 0, ci = 0, nn = nl.length, nc = cr.length, started = false;
     var c = { line: 0, lineStart: 0, lineEnd: 0, seg: -1, segEnd: 0, start: 0, end: 0, value: NaN, key: "", next: next };
     var pending = null, pLine = 0, pLineStart = 0, pLineEnd = 0, pSeg = 0, pSegEnd = 0;
     function passing() {  // the next match rule 1 keeps, and where its segment lies
       var m;
-      while ((m = rx.exec(text)) !== null) {
-        var at = m.index;
-        if (!wholeKey(text, at)) { rx.lastIndex = at + 1; continue; }
-        rx.lastIndex = at + m[0].length;
+      while ((m = rx.exec(part)) !== null) {
+        if (!wholeKey(part, m.index)) { rx.lastIndex = m.index + 1; continue; }
+        rx.lastIndex = m.index + m[0].length;
+        var at = m.index + from;
         while (li < nn && nl[li] < at) li++;
         while (ci < nc && cr[ci] < at) ci++;
         pLine = li + 1;
@@ -94,7 +102,7 @@ function metricReader(rules) {
       c.line = pLine; c.lineStart = pLineStart; c.lineEnd = pLineEnd; c.seg = pSeg; c.segEnd = pSegEnd;
       while ((pending = passing()) !== null && pSeg === c.seg) last = pending;  // rule 4: the segment's last
       var value = valueOf(name, last);
-      c.start = last.index; c.end = last.index + last[0].length; c.value = value === null ? NaN : value; c.key = last[1];
+      c.start = last.index + from; c.end = last.index + from + last[0].length; c.value = value === null ? NaN : value; c.key = last[1];
       return true;
     }
     return c;
