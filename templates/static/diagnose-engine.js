@@ -32,7 +32,7 @@ function literalScanner(literals) {
     var s = order[head++];
     for (var c = 0; c < classes; c++) if (trie[s * classes + c]) { id[trie[s * classes + c]] = tail; order[tail++] = trie[s * classes + c]; }
   }
-  var delta = count < 65536 ? new Uint16Array(count * classes) : new Int32Array(count * classes), fail = new Int32Array(count), outHead = new Int32Array(count).fill(-1);
+  var delta = new Int32Array(count * classes), fail = new Int32Array(count), outHead = new Int32Array(count).fill(-1);
   var outLit = [], outNext = [], lens = literals.map(function (lit) { return lit.length; });
   // In breadth-first order: failure links, outputs inherited from them, missing edges filled in.
   for (var q = 0; q < count; q++) {
@@ -45,12 +45,18 @@ function literalScanner(literals) {
       else delta[q * classes + c] = q ? delta[f * classes + c] : 0;
     }
   }
+  // The scan reads one table entry per character: each entry is the next state's row offset
+  // (state x classes), complemented where that state has outputs.
+  for (var x = 0; x < delta.length; x++) { var to = delta[x]; delta[x] = outHead[to] >= 0 ? ~(to * classes) : to * classes; }
   return {
     scan: function (text, found) {
-      var s = 0;
+      var row = 0;
       for (var p = 0, n = text.length; p < n; p++) {
-        s = delta[s * classes + classOf[text.charCodeAt(p)]];
-        for (var k = outHead[s]; k >= 0; k = outNext[k]) found(outLit[k], p + 1 - lens[outLit[k]]);
+        row = delta[row + classOf[text.charCodeAt(p)]];
+        if (row < 0) {
+          row = ~row;
+          for (var k = outHead[row / classes]; k >= 0; k = outNext[k]) found(outLit[k], p + 1 - lens[outLit[k]]);
+        }
       }
     }
   };
@@ -83,15 +89,16 @@ function diagnoseText(spec, text, file) {
   var plainNumber = /^-?\d+(?:\.\d+)?$/;
   function toNumber(text) { return typeof text === "string" && plainNumber.test(text) ? parseFloat(text) : null; }
   // Rule 3b: a numeric fingerprint fires once its readings behave as declared (value: the
-  // reading, or the share for share_above; null when it is not finite).
-  function onNumeric(i, number, value, finite, evidence) {  // evidence(): made only when it fires
+  // reading, or the share for share_above; null when it is not finite). True when it fired: the
+  // caller then makes the evidence and calls onHit (a metric fingerprint may still need its `near`).
+  function onNumeric(i, number, value, finite) {
     var fp = fps[i], st = state[i], fired = false;
     st.series.add(number, value);
     if (fp.nonfinite) {
       if (finite) st.good += 1;
       fired = !finite && st.good > 0;
     } else if (value === null) {
-      return;
+      return false;
     } else if (fp.rising) {
       st.streak = st.previous !== null && value > st.previous ? st.streak + 1 : 1;
       st.previous = value;
@@ -104,40 +111,60 @@ function diagnoseText(spec, text, file) {
       st.good += 1;
       fired = st.good >= fp.times;
     }
-    if (fired) {
-      st.series.fire(number, value, rules.evidence_per_fingerprint);
-      onHit(i, evidence());  // a metric fingerprint may still need its `near`
-    }
+    if (fired) st.series.fire(number, value, rules.evidence_per_fingerprint);
+    return fired;
   }
 
   // literal -> its targets: fingerprint i's pattern is target i, its `near` pattern n + i
-  var n = fps.length, literalList = [], targetsOf = [], literalIndex = new Map();
-  function addLiteral(lit, target) {
+  var n = fps.length, literalList = [], targetsOf = [], spotsOf = [], literalIndex = new Map();
+  function literalAt(lit) {
     var k = literalIndex.get(lit);
-    if (k === undefined) { k = literalList.length; literalIndex.set(lit, k); literalList.push(lit); targetsOf.push([]); }
+    if (k === undefined) { k = literalList.length; literalIndex.set(lit, k); literalList.push(lit); targetsOf.push([]); spotsOf.push(null); }
+    return k;
+  }
+  function addLiteral(lit, target) {
+    var k = literalAt(lit);
     if (targetsOf[k].indexOf(target) < 0) targetsOf[k].push(target);
   }
+  // A metric fingerprint's literals are its quantity's spellings: where its pattern is lineLocal,
+  // its lines are found by one search for readings (metricLines below) instead of by the literal
+  // scan, where every spelling would make each line a candidate; the scan only notes where its
+  // first and last literal lie, which bound that search (firstAt, lastAt).
+  var wholeText = fps.map(function (fp) {
+    return Boolean(fp.metric) && readMetric.lineLocal(fp.metric) && (!fp.of || readMetric.lineLocal(fp.of)) &&
+      fp.literals.every(function (lit) { return lit.indexOf("\n") < 0; });
+  });
+  var firstAt = new Float64Array(n).fill(-1), lastAt = new Float64Array(n).fill(-1);
   fps.forEach(function (fp, i) {
-    fp.literals.forEach(function (lit) { addLiteral(lit, i); });
+    if (wholeText[i]) fp.literals.forEach(function (lit) { var k = literalAt(lit); (spotsOf[k] = spotsOf[k] || []).push(i); });
+    else fp.literals.forEach(function (lit) { addLiteral(lit, i); });
     fp.near_literals.forEach(function (lit) { addLiteral(lit, n + i); });
   });
 
   // Rule 2: candidate lines from a substring search.
+  // Matches come in the order they end, so without a literal that holds a newline their lines
+  // come in order too, and a line is new when it is not the current one.
   var starts = [], ends = [], targets = [], lineOf = new Map(), ordered = true, current = -1;
+  var inOrder = literalList.every(function (lit) { return lit.indexOf("\n") < 0; });
   if (literalList.length) literalScanner(literalList).scan(text, function (k, pos) {
+    var spots = spotsOf[k];
+    if (spots !== null) {
+      for (var j = 0; j < spots.length; j++) { if (firstAt[spots[j]] < 0) firstAt[spots[j]] = pos; lastAt[spots[j]] = pos; }
+      if (!targetsOf[k].length) return;
+    }
     if (current < 0 || pos < starts[current] || pos >= ends[current]) {
       var start = pos === 0 ? 0 : text.lastIndexOf("\n", pos - 1) + 1;
-      current = lineOf.get(start);
+      current = inOrder ? undefined : lineOf.get(start);
       if (current === undefined) {
         var end = text.indexOf("\n", pos);
         if (starts.length && start < starts[starts.length - 1]) ordered = false;  // a literal that holds a newline
         current = starts.length;
-        lineOf.set(start, current);
+        if (!inOrder) lineOf.set(start, current);
         starts.push(start); ends.push(end >= 0 ? end : text.length); targets.push([]);
       }
     }
     var into = targets[current], add = targetsOf[k];
-    for (var j = 0; j < add.length; j++) if (into.indexOf(add[j]) < 0) into.push(add[j]);
+    for (j = 0; j < add.length; j++) if (into.indexOf(add[j]) < 0) into.push(add[j]);
   });
 
   function rankOf(line) { return rankPrefix(rankRes, line); }
@@ -179,19 +206,98 @@ function diagnoseText(spec, text, file) {
     }
   }
   function byNumber(a, b) { return a - b; }
+  function evidenceIn(number, rank, segment, start, end) {
+    var lead = segment.length - segment.replace(/^\s+/, "").length;
+    var trimmed = segment.trim();
+    var from = Math.max(0, start - lead), to = Math.min(trimmed.length, end - lead);
+    return { file: file, line: number, rank: rank, text: elide(trimmed, from, to), matched: trimmed.slice(from, to) };
+  }
+
+  // The lines of fingerprint i (wholeText) and what the loop below does on each: its quantity's
+  // reading of the line's first segment that has one, on the lines that hold one of its literals.
+  // Lines longer than max_line are read as the loop reads them (segments cut at max_line).
+  var breaks = null;
+  function lineBreaks() {
+    if (breaks) return breaks;
+    var nl = [], cr = [], long = [];
+    for (var p = text.indexOf("\n"); p >= 0; p = text.indexOf("\n", p + 1)) nl.push(p);
+    for (p = text.indexOf("\r"); p >= 0; p = text.indexOf("\r", p + 1)) cr.push(p);
+    for (var k = 0, from = 0; k <= nl.length; k++) {  // [line number, start, end] of each long line
+      var to = k < nl.length ? nl[k] : text.length;
+      if (to - from > rules.max_line) long.push([k + 1, from, to]);
+      from = to + 1;
+    }
+    breaks = { nl: nl, cr: cr, long: long };
+    return breaks;
+  }
+  function metricLines(i) {
+    if (firstAt[i] < 0) return;  // none of its literals in the text: no line of it
+    var from = text.lastIndexOf("\n", firstAt[i]) + 1, to = text.indexOf("\n", lastAt[i]);
+    if (to < 0) to = text.length;
+    var fp = fps[i], b = lineBreaks(), long = b.long, q = readMetric.cursor(fp.metric, text, b.nl, b.cr, from, to), o = null;
+    var lits = fp.literals, isLiteral = new Map(), near = nearLines[i], ni = 0, gi = 0, lastLine = -1;
+    function hasLiteral(line) { return lits.some(function (lit) { return line.indexOf(lit) >= 0; }); }
+    function keyIsLiteral(key) {  // a spelling that holds one of the literals (the spellings are the literals)
+      if (!isLiteral.has(key)) isLiteral.set(key, hasLiteral(key));
+      return isLiteral.get(key);
+    }
+    function nearUpTo(number) { while (near && ni < near.length && near[ni] <= number) onNear(i, near[ni++]); }
+    function longLine(g) {  // as the loop below: the line's segments cut at max_line
+      var number = long[g][0], line = text.slice(long[g][1], long[g][2]);
+      if (!hasLiteral(line)) return;
+      nearUpTo(number);
+      var segments = line.split("\r").map(function (s) { return s.slice(0, maxLine); });
+      for (var s = 0; s < segments.length; s++) {
+        var got = readMetric(fp.metric, segments[s]);
+        if (got === null) continue;
+        var fired = false;
+        if (fp.of) {
+          var whole = readMetric(fp.of, segments[s]);
+          if (got.value !== null && whole !== null && whole.value !== null && whole.value > 0) fired = onNumeric(i, number, got.value / whole.value, true);
+        } else fired = onNumeric(i, number, got.value, got.value !== null);
+        if (fired) onHit(i, evidenceIn(number, rankOf(line), segments[s], got.start, got.end));
+        return;
+      }
+    }
+    while (q.next()) {
+      var number = q.line;
+      if (number === lastLine) continue;  // a later segment of a line already read
+      lastLine = number;
+      var lineStart = q.lineStart, lineEnd = q.lineEnd, seg = q.seg;
+      if (lineEnd - lineStart > maxLine) continue;  // a long line: longLine
+      while (gi < long.length && long[gi][0] < number) longLine(gi++);
+      if (!keyIsLiteral(q.key) && !hasLiteral(text.slice(lineStart, lineEnd))) continue;
+      nearUpTo(number);
+      var value = q.value, fired = false, finite = value === value;
+      if (fp.of) {  // the reading of the same segment
+        if (o === null) o = readMetric.cursor(fp.of, text, b.nl, b.cr, from, to);
+        while (o.seg < seg) o.next();
+        var whole = o.seg === seg ? o.value : NaN;
+        if (finite && whole === whole && whole > 0) fired = onNumeric(i, number, value / whole, true);
+      } else fired = onNumeric(i, number, finite ? value : null, finite);
+      if (fired) onHit(i, evidenceIn(number, rankOf(text.slice(lineStart, lineEnd)), text.slice(seg, q.segEnd), q.start - seg, q.end - seg));
+    }
+    while (gi < long.length) longLine(gi++);
+    nearUpTo(Infinity);
+  }
 
   var order = starts.map(function (_, k) { return k; });
   if (!ordered) order.sort(function (a, b) { return starts[a] - starts[b]; });
   // A `near` line only matters to a fingerprint whose pattern has a candidate line somewhere.
-  var hasCandidate = new Uint8Array(n);
+  // One read over the whole text has its `near` lines kept (nearLines) and replayed in line
+  // order with its readings (metricLines): each fingerprint's state is its own, so that is the
+  // order of the rules.
+  var hasCandidate = new Uint8Array(n), nearLines = fps.map(function () { return null; });
   targets.forEach(function (ts) { for (var t = 0; t < ts.length; t++) if (ts[t] < n) hasCandidate[ts[t]] = 1; });
-  var lineNo = 0, prev = 0, maxLine = rules.max_line;
+  fps.forEach(function (fp, i) { if (wholeText[i] && firstAt[i] >= 0) { hasCandidate[i] = 1; if (fp.near) nearLines[i] = []; } });
+  var lineNo = 0, prev = 0, maxLine = rules.max_line, nl = wholeText.some(function (w, i) { return w && firstAt[i] >= 0; }) ? lineBreaks().nl : null;
   order.forEach(function (k) {
     var found = targets[k].filter(function (t) { return t < n || hasCandidate[t - n]; });
     if (!found.length) return;
     found.sort(byNumber);
     var start = starts[k];
-    for (var p = text.indexOf("\n", prev); p >= 0 && p < start; p = text.indexOf("\n", p + 1)) lineNo += 1;
+    if (nl) { while (lineNo < nl.length && nl[lineNo] < start) lineNo += 1; }  // the line breaks before it
+    else for (var p = text.indexOf("\n", prev); p >= 0 && p < start; p = text.indexOf("\n", p + 1)) lineNo += 1;
     prev = start;
     var line = text.slice(start, ends[k]);
     var number = lineNo + 1;
@@ -200,16 +306,16 @@ function diagnoseText(spec, text, file) {
     for (var t = 0; t < found.length; t++) {  // on one line, `near` patterns first, then patterns
       if (found[t] >= n) {
         var j = found[t] - n, rx = nears[j];
-        if (rx && segments.some(function (s) { return rx.test(s); })) onNear(j, number);
+        if (rx && segments.some(function (s) { return rx.test(s); })) {
+          if (nearLines[j]) nearLines[j].push(number);
+          else onNear(j, number);
+        }
       }
     }
     var rank;  // read once, when the line gives evidence
     function evidenceOf(segment, start, end) {
       if (rank === undefined) rank = rankOf(line);
-      var lead = segment.length - segment.replace(/^\s+/, "").length;
-      var trimmed = segment.trim();
-      var from = Math.max(0, start - lead), to = Math.min(trimmed.length, end - lead);
-      return { file: file, line: number, rank: rank, text: elide(trimmed, from, to), matched: trimmed.slice(from, to) };
+      return evidenceIn(number, rank, segment, start, end);
     }
     var readings = null;  // a line's readings, shared by its metric fingerprints (made on first use)
     function reading(name, k) {
@@ -226,13 +332,14 @@ function diagnoseText(spec, text, file) {
         for (var s = 0; s < segments.length; s++) {
           var got = reading(fp.metric, s);
           if (got === null) continue;
-          var mev = evidenceOf.bind(null, segments[s], got.start, got.end);
+          var fired = false;
           if (fp.of) {
             var whole = reading(fp.of, s);
-            if (got.value !== null && whole !== null && whole.value !== null && whole.value > 0) onNumeric(i, number, got.value / whole.value, true, mev);
+            if (got.value !== null && whole !== null && whole.value !== null && whole.value > 0) fired = onNumeric(i, number, got.value / whole.value, true);
           } else {
-            onNumeric(i, number, got.value, got.value !== null, mev);
+            fired = onNumeric(i, number, got.value, got.value !== null);
           }
+          if (fired) onHit(i, evidenceOf(segments[s], got.start, got.end));
           break;
         }
         continue;
@@ -243,14 +350,16 @@ function diagnoseText(spec, text, file) {
       var ev = evidenceOf.bind(null, m.input, m.index, m.index + m[0].length);
       if (fp.rising || fp.share_above) {
         var first = toNumber(m[1]);
-        if (fp.rising) { if (first !== null) onNumeric(i, number, first, true, ev); }
+        if (fp.rising) { if (first !== null && onNumeric(i, number, first, true)) onHit(i, ev()); }
         else {
           var part = toNumber(m[2]);
-          if (first !== null && part !== null && first > 0) onNumeric(i, number, part / first, true, ev);
+          if (first !== null && part !== null && first > 0 && onNumeric(i, number, part / first, true)) onHit(i, ev());
         }
       } else onHit(i, ev());
     }
   });
+
+  fps.forEach(function (fp, i) { if (wholeText[i]) metricLines(i); });
 
   // Rules 4 and 5: score and rank.
   var score = new Map(), evidence = new Map(), series = new Map();
