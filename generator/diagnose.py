@@ -307,6 +307,7 @@ class Matcher:
         # piece, so their spellings (on half the lines of a training log) stay out of the literal pass.
         self._metric_fps = [i for i, fp in enumerate(self.fps) if fp.get("metric")] if FAST else []
         self._requests = sorted({(self.fps[i]["metric"], self.fps[i].get("of")) for i in self._metric_fps}, key=str)
+        self._checks = {i: _check_of(self.fps[i]) for i in self._metric_fps}  # metrics.check's (kind, times, limit)
         for i, fp in enumerate(self.fps):
             for lit in fp["literals"]:
                 (metric_literals if i in self._metric_fps else pattern_literals).setdefault(lit.encode(), set()).add(i)
@@ -433,9 +434,7 @@ class Matcher:
             assert st.series is not None
             base = self.line_base + 1  # line numbers count from 1
             st.series.extend(lines, values, base)
-            kind = "nonfinite" if fp.get("nonfinite") else "rising" if fp.get("rising") else "falls_to" if fp.get("falls_to") is not None else "share_above"
-            limit = fp.get("falls_to") if kind == "falls_to" else fp.get("share_above") if kind == "share_above" else 0.0
-            st.previous, st.streak, st.good, hits = check(kind, fp.get("times") or 0, float(limit or 0.0), st.previous, st.streak, st.good, values)
+            st.previous, st.streak, st.good, hits = check(*self._checks[i], st.previous, st.streak, st.good, values)
             for k in hits:
                 v = values[k]
                 st.series.fire(base + lines[k], None if v != v else v, EVIDENCE_PER_FINGERPRINT)
@@ -750,6 +749,18 @@ def rank_hits(spec: dict[str, Any], matchers: Iterable[Matcher], base_url: str =
 
 def _same(ev: Evidence) -> Evidence:
     return ev
+
+
+def _check_of(fp: dict[str, Any]) -> tuple[str, int, float]:
+    """A metric fingerprint's check as metrics.check takes it: the kind `_numeric` tells apart,
+    its `times` and its threshold."""
+    if fp.get("nonfinite"):
+        return "nonfinite", 0, 0.0
+    if fp.get("rising"):
+        return "rising", fp["times"], 0.0
+    if fp.get("falls_to") is not None:
+        return "falls_to", fp["times"], float(fp["falls_to"])
+    return "share_above", fp["times"], float(fp["share_above"])
 
 
 def _numeric_fp(fp: dict[str, Any]) -> bool:

@@ -103,13 +103,19 @@ NUMBER = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?(?:nan
 SERIES_CAP = 240
 
 
+def _ordered(words: Any) -> list[str]:
+    """Keys and units in the order the pattern tries them (longest first), which the compiled
+    reader follows too."""
+    return sorted(words, key=lambda w: (-len(w), w))
+
+
 def _pattern(kind: str, keys: tuple[str, ...]) -> str:
     # Only ASCII classes (`[0-9]`, not `\d`) and `[ \t]`: Python's re and JavaScript's RegExp read
     # them alike. The pattern starts with the keys, so both engines skip to a key's first letter
     # quickly; rule 1's look-behind is in code (`read`): as a look-behind in the pattern,
     # Python's re would lose that skip.
-    alts = "|".join(re.escape(k) for k in sorted(keys, key=lambda k: (-len(k), k)))
-    units = sorted(UNITS[kind], key=lambda u: (-len(u), u))
+    alts = "|".join(re.escape(k) for k in _ordered(keys))
+    units = _ordered(UNITS[kind])
     unit = f"(?:[ ]?({'|'.join(units)}))?" if units else "()"
     return (
         f"({alts})['\"]?(?:[ \\t]*[:=][ \\t]*|[ \\t]+)\\[?[ \\t]*['\"]?"
@@ -187,10 +193,6 @@ def read(name: str, line: str) -> Reading | None:
 FAST = compiled is not None
 _NAMES = tuple(QUANTITIES)
 _INDEX = {name: k for k, name in enumerate(_NAMES)}
-
-
-def _ordered(words: Any) -> list[str]:
-    return sorted(words, key=lambda w: (-len(w), w))  # the pattern's order (`_pattern`)
 
 
 # Each quantity as _scan takes it: keys and units in the pattern's order, with their scales.
