@@ -283,7 +283,7 @@ def _build(
         cache.save_parsed(set(hashes.values()))  # the valid files stay known
         raise
     dates = git_dates(entries)
-    pages = plan_pages(catalog, config, dates, search) + (search_pages(catalog) if search else [])
+    pages = plan_pages(catalog, config, dates, search) + (search_pages(catalog, jobs) if search else [])
 
     renderer = Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
     keys = page_keys(pages, source, catalog, hashes, dates, config, search, renderer) if cache.enabled else {}  # a cold build keeps none

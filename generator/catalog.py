@@ -18,6 +18,7 @@ from functools import cached_property, lru_cache
 from typing import Any, Protocol, TypeVar, cast
 
 from .load import LoadError, PathKey, Position, load_yaml, shown
+from .parallel import run_parallel
 from .problems import BuildFailed, Problem
 from .read import Source
 from .searchterms import member_terms
@@ -110,10 +111,13 @@ class Catalog:
         slug, category, tags and links). An edit that leaves the key alone skips the work."""
         return self.memo.get(name, lambda: compute(self), key) if self.memo is not None else compute(self)
 
-    def derived_each(self, name: str, inputs: Mapping[str, Hashable], compute: Callable[[str], T]) -> list[T]:
+    def derived_each(self, name: str, inputs: Mapping[str, Hashable], compute: Callable[[str], T], jobs: int | None = 1) -> list[T]:
         """`[compute(k) for k in inputs]`, where `inputs` maps each k to what compute(k) reads;
-        with a memo, results whose inputs are unchanged since the previous build are reused."""
-        return self.memo.each(name, inputs, compute) if self.memo is not None else [compute(k) for k in inputs]
+        with a memo, results whose inputs are unchanged since the previous build are reused. The
+        rest are computed in up to `jobs` forked workers (None: one per core)."""
+        if self.memo is not None:
+            return self.memo.each(name, inputs, compute, jobs)
+        return run_parallel(compute, list(inputs), jobs=jobs)
 
     def resolve_tag(self, spelling: str) -> str | None:
         return self.aliases.get(normalize_tag(spelling))
@@ -265,19 +269,14 @@ class Memo:
         self.store[name] = (key, value)
         return value
 
-    def each(self, name: str, inputs: Mapping[str, Hashable], compute: Callable[[str], T]) -> list[T]:
+    def each(self, name: str, inputs: Mapping[str, Hashable], compute: Callable[[str], T], jobs: int | None = 1) -> list[T]:
         """`compute(k)` for every k of `inputs` (k → what compute(k) reads), in order, reusing the
-        previous build's result for each k whose inputs are equal."""
+        previous build's result for each k whose inputs are equal; the others in up to `jobs` workers."""
         known = self.store.get(name)
         old = known if isinstance(known, dict) else {}
-        new: dict[str, tuple[Hashable, T]] = {}
-        made = 0
-        for k, key in inputs.items():
-            hit = old.get(k)
-            if hit is None or hit[0] != key:
-                hit = (key, compute(k))
-                made += 1
-            new[k] = hit
+        misses = [k for k, key in inputs.items() if (hit := old.get(k)) is None or hit[0] != key]
+        made = dict(zip(misses, run_parallel(compute, misses, jobs=jobs)))
+        new: dict[str, tuple[Hashable, T]] = {k: (key, made[k]) if k in made else old[k] for k, key in inputs.items()}
         if made or len(new) != len(old):  # the store writes what is set
             self.store[name] = new
         return [value for _, value in new.values()]

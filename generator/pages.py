@@ -449,11 +449,12 @@ def _schema_text() -> str:
     return json.dumps(entry_json_schema(), indent=2, sort_keys=True) + "\n"
 
 
-def search_pages(catalog: Catalog) -> list[Page]:
+def search_pages(catalog: Catalog, jobs: int | None = 1) -> list[Page]:
     """The search index's files (search/ but its page): what `plan_pages(search=True)` links to.
-    Planned apart, so that the dev server can remake them in the background."""
+    Planned apart, so that the dev server can remake them in the background. What each entry
+    adds to the index is made in up to `jobs` workers."""
     fp_key = _fingerprints_digest(catalog)
-    files = catalog.derived("search files", lambda c: search_files(c, fingerprints_key=fp_key), search_files_key(catalog, fp_key))
+    files = catalog.derived("search files", lambda c: search_files(c, fingerprints_key=fp_key, jobs=jobs), search_files_key(catalog, fp_key))
     return [Page(path, body=body, entries=tuple(catalog.records)) for path, body in files]
 
 

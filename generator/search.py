@@ -254,7 +254,7 @@ def doc_terms(fields: dict[str, list[str]], synonyms: Synonyms) -> dict[str, int
             if g:
                 groups[g] += n
                 covered[g] += n
-        covered.update(t for t in seq)  # each word covers itself
+        covered.update(seq)  # each word covers itself
         for t, n in groups.items():
             counts[t] += n
         length = max(len(seq), 1)

@@ -126,11 +126,12 @@ def search_files_key(catalog: Catalog, fingerprints: str) -> str:
     )).encode()).hexdigest()
 
 
-def build_index(catalog: Catalog) -> SearchIndex:
-    """The search index, each entry's terms kept from the previous build while its inputs are unchanged."""
+def build_index(catalog: Catalog, jobs: int | None = 1) -> SearchIndex:
+    """The search index, each entry's terms kept from the previous build while its inputs are
+    unchanged; the others made in up to `jobs` workers."""
     synonyms = Synonyms.of(catalog.synonyms)
     inputs = _terms_inputs(catalog)
-    terms = catalog.derived_each("search terms", inputs, lambda slug: doc_terms(entry_texts(catalog.records[slug], catalog), synonyms))
+    terms = catalog.derived_each("search terms", inputs, lambda slug: doc_terms(entry_texts(catalog.records[slug], catalog), synonyms), jobs)
     by_slug = dict(zip(inputs, terms))
     return SearchIndex.build(catalog, per_entry=by_slug.__getitem__)
 
@@ -210,12 +211,13 @@ def fingerprint_files(catalog: Catalog) -> tuple[int, list[tuple[str, str]]]:
     return shards, files + [(f"search/fp/{i}.json", _json({"fingerprints": b})) for i, b in enumerate(buckets)]
 
 
-def search_files(catalog: Catalog, index: SearchIndex | None = None, fingerprints_key: str | None = None) -> list[tuple[str, str]]:
+def search_files(catalog: Catalog, index: SearchIndex | None = None, fingerprints_key: str | None = None, jobs: int | None = 1) -> list[tuple[str, str]]:
     """(site path, JSON text) of every file search.js loads: meta.json (registries, synonyms,
     ranking constants), docs.json (each entry's category and tags, for filters and facets), the
     vocabulary and postings, doc/<id>.json (what a result shows), and the fingerprint shards
-    (kept apart in the build cache under `fingerprints_key`: an edit of an entry's text leaves them)."""
-    index = index or build_index(catalog)
+    (kept apart in the build cache under `fingerprints_key`: an edit of an entry's text leaves them).
+    Each entry's terms and doc file are made in up to `jobs` workers."""
+    index = index or build_index(catalog, jobs)
     shards, fp_files = catalog.derived("search fingerprint shards", fingerprint_files, fingerprints_key)
     tag_ids = {t: i for i, t in enumerate(catalog.tags)}
     cat_ids = {c: i for i, c in enumerate(catalog.categories)}
@@ -239,6 +241,6 @@ def search_files(catalog: Catalog, index: SearchIndex | None = None, fingerprint
     files = [("search/meta.json", _json(meta)), ("search/docs.json", _json(docs)), *fp_files, *index_files(index)]
     texts = catalog.derived_each("search doc files", {s: (catalog.records[s].head.text_key, catalog.records[s].head.title, catalog.records[s].head.summary,
                                                           catalog.records[s].tags, _category_title(catalog, s)) for s in index.slugs},
-                                 lambda slug: _doc_file(catalog, slug))
+                                 lambda slug: _doc_file(catalog, slug), jobs)
     files += [(f"search/doc/{i}.json", t) for i, t in enumerate(texts)]
     return files

@@ -369,3 +369,30 @@ def test_no_search_skips_the_index(run_cli, entries: Path, tmp_path: Path) -> No
     code, _, err = run_cli("build", "--entries", str(entries), "--out", str(out), "--no-search")
     assert code == 0, err
     assert (out / "search/index.html").is_file() and not (out / "search/meta.json").exists()
+
+
+def test_the_index_made_in_workers_is_the_one_made_in_one_process() -> None:
+    """A cold build makes each entry's terms and doc file in forked workers (`jobs`): the files
+    are the same as one process makes, and a memo keeps what the workers made for the next build."""
+    import dataclasses
+
+    from generator.build import load_catalog
+    from generator.catalog import Memo
+    from generator.parallel import worker_count
+    from generator.searchindex import search_files
+
+    if worker_count() < 2:
+        pytest.skip("one core: run_parallel runs a plain loop")
+    entries = Path(__file__).resolve().parent.parent / "entries"
+    catalog = load_catalog(entries)
+    assert len(catalog.records) >= 64  # enough for run_parallel to fork
+    serial = search_files(catalog, jobs=1)
+    assert search_files(catalog, jobs=2) == serial
+    store: dict[str, object] = {}
+    catalog = dataclasses.replace(catalog, memo=Memo(store, "shape"))
+    assert search_files(catalog, jobs=2) == serial
+    kept = store["search terms"]
+    assert isinstance(kept, dict) and len(kept) == len(catalog.records)
+    calls: list[str] = []
+    assert catalog.derived_each("search terms", {s: k for s, (k, _) in kept.items()}, lambda s: calls.append(s) or {}, jobs=2) == [v for _, v in kept.values()]
+    assert calls == []  # nothing remade: every input is unchanged
