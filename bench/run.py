@@ -9,8 +9,8 @@ cold full build (--no-cache --no-search), no-op rebuild, rebuild after one entry
 the tag registry changed, after a template changed, a cold build with search, the search
 indexing step alone, Hugo building the same entries converted to Markdown pages with a tags
 taxonomy, and Hugo followed by Pagefind (`pagefind` on the PATH: `npm install pagefind`) over
-Hugo's pages, alternating with our cold build with search. Ratios against Hugo are printed, since they hold on a noisy
-shared machine where seconds do not.
+Hugo's pages, alternating with our cold build with search. Ratios against Hugo are printed,
+since they hold on a noisy shared machine where seconds do not.
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool, search_repe
     results["search indexing alone"] = median_of(
         search_repeat, None,
         [PY, "-c", "from pathlib import Path; from generator.build import load_catalog; from generator.searchindex import search_files; "
-         f"search_files(load_catalog(Path({str(corpus)!r})))"], REPO
+         f"search_files(load_catalog(Path({str(corpus)!r})), jobs=None)"], REPO
     )
     return results
 

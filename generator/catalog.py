@@ -274,7 +274,7 @@ class Memo:
         previous build's result for each k whose inputs are equal; the others in up to `jobs` workers."""
         known = self.store.get(name)
         old = known if isinstance(known, dict) else {}
-        misses = [k for k, key in inputs.items() if (hit := old.get(k)) is None or hit[0] != key]
+        misses = [k for k, key in inputs.items() if k not in old or old[k][0] != key]
         made = dict(zip(misses, run_parallel(compute, misses, jobs=jobs)))
         new: dict[str, tuple[Hashable, T]] = {k: (key, made[k]) if k in made else old[k] for k, key in inputs.items()}
         if made or len(new) != len(old):  # the store writes what is set

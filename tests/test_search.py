@@ -375,6 +375,7 @@ def test_the_index_made_in_workers_is_the_one_made_in_one_process() -> None:
     """A cold build makes each entry's terms and doc file in forked workers (`jobs`): the files
     are the same as one process makes, and a memo keeps what the workers made for the next build."""
     import dataclasses
+    import os
 
     from generator.build import load_catalog
     from generator.catalog import Memo
@@ -386,6 +387,8 @@ def test_the_index_made_in_workers_is_the_one_made_in_one_process() -> None:
     entries = Path(__file__).resolve().parent.parent / "entries"
     catalog = load_catalog(entries)
     assert len(catalog.records) >= 64  # enough for run_parallel to fork
+    pids = catalog.derived_each("pids", {s: s for s in catalog.records}, lambda _: os.getpid(), jobs=2)
+    assert set(pids) - {os.getpid()}  # the workers ran: the comparisons below are not one loop against itself
     serial = search_files(catalog, jobs=1)
     assert search_files(catalog, jobs=2) == serial
     store: dict[str, object] = {}
