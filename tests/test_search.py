@@ -373,29 +373,38 @@ def test_no_search_skips_the_index(run_cli, entries: Path, tmp_path: Path) -> No
 
 def test_the_index_made_in_workers_is_the_one_made_in_one_process() -> None:
     """A cold build makes each entry's terms and doc file in forked workers (`jobs`): the files
-    are the same as one process makes, and a memo keeps what the workers made for the next build."""
-    import dataclasses
-    import os
+    are the same as one process makes, and a memo keeps what the workers made for the next build.
+    In a process of its own: `run_parallel` does not fork while other threads run, as threads
+    other tests leave behind in this one would."""
+    import subprocess
+    import sys
 
-    from generator.build import load_catalog
-    from generator.catalog import Memo
     from generator.parallel import worker_count
-    from generator.searchindex import search_files
 
     if worker_count() < 2:
         pytest.skip("one core: run_parallel runs a plain loop")
-    entries = Path(__file__).resolve().parent.parent / "entries"
-    catalog = load_catalog(entries)
-    assert len(catalog.records) >= 64  # enough for run_parallel to fork
-    pids = catalog.derived_each("pids", {s: s for s in catalog.records}, lambda _: os.getpid(), jobs=2)
-    assert set(pids) - {os.getpid()}  # the workers ran: the comparisons below are not one loop against itself
-    serial = search_files(catalog, jobs=1)
-    assert search_files(catalog, jobs=2) == serial
-    store: dict[str, object] = {}
-    catalog = dataclasses.replace(catalog, memo=Memo(store, "shape"))
-    assert search_files(catalog, jobs=2) == serial
-    kept = store["search terms"]
-    assert isinstance(kept, dict) and len(kept) == len(catalog.records)
-    calls: list[str] = []
-    assert catalog.derived_each("search terms", {s: k for s, (k, _) in kept.items()}, lambda s: calls.append(s) or {}, jobs=2) == [v for _, v in kept.values()]
-    assert calls == []  # nothing remade: every input is unchanged
+    script = """
+import dataclasses, os, sys
+from pathlib import Path
+from generator.build import load_catalog
+from generator.catalog import Memo
+from generator.searchindex import search_files
+catalog = load_catalog(Path(sys.argv[1]))
+assert len(catalog.records) >= 64  # enough for run_parallel to fork
+pids = catalog.derived_each("pids", {s: s for s in catalog.records}, lambda _: os.getpid(), jobs=2)
+assert set(pids) - {os.getpid()}, "no worker ran"  # so the comparisons below are not one loop against itself
+serial = search_files(catalog, jobs=1)
+assert search_files(catalog, jobs=2) == serial, "workers made other files"
+store = {}
+catalog = dataclasses.replace(catalog, memo=Memo(store, "shape"))
+assert search_files(catalog, jobs=2) == serial, "workers with a memo made other files"
+kept = store["search terms"]
+assert isinstance(kept, dict) and len(kept) == len(catalog.records)
+calls = []
+again = catalog.derived_each("search terms", {s: k for s, (k, _) in kept.items()}, lambda s: calls.append(s) or {}, jobs=2)
+assert again == [v for _, v in kept.values()] and calls == [], "kept results were remade"
+print("ok")
+"""
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", script, str(root / "entries")], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
