@@ -26,12 +26,12 @@ $(VENV)/bin/python:
 
 # compileall: an editable install leaves the generator uncompiled, and where PYTHONDONTWRITEBYTECODE
 # is set every `failpedia` run would compile it again (about 0.1 s of each).
-$(DEPS_STAMP): pyproject.toml setup.py generator/_scan.c | $(VENV)/bin/python
+$(DEPS_STAMP): pyproject.toml setup.py generator/core/_scan.c | $(VENV)/bin/python
 	$(PY) -m pip install -q -e .
 	$(PY) -m compileall -q generator
 	rm -f $(VENV)/.deps-*; touch $@
 
-$(TEST_STAMP): pyproject.toml setup.py generator/_scan.c | $(VENV)/bin/python
+$(TEST_STAMP): pyproject.toml setup.py generator/core/_scan.c | $(VENV)/bin/python
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m compileall -q generator
 	rm -f $(VENV)/.test-deps-* $(VENV)/.deps-*; touch $@ $(DEPS_STAMP)
@@ -69,7 +69,7 @@ vscode-check:
 clean:
 	rm -rf site .cache .pytest_cache
 
-# Run every entry's reproduce script in the sandbox and check the fix snippets (generator/verify.py).
+# Run every entry's reproduce script in the sandbox and check the fix snippets (generator/surfaces/verify.py).
 # Installs packages (one cached environment per package set under .cache/verify/venvs/); not part
 # of `make test`. Writes entries/verified.yaml. E.g. make verify VERIFY_ARGS="cuda-out-of-memory --no-record"
 verify: $(DEPS_STAMP)

@@ -18,8 +18,8 @@ class BuildPyWithBundle(build_py):
         if getattr(self, "editable_mode", False):  # an editable install reads the checkout itself
             return
         sys.path.insert(0, str(HERE))
-        from generator.bundle import write_bundle
-        from generator.problems import BuildFailed
+        from generator.core.problems import BuildFailed
+        from generator.site.bundle import write_bundle
 
         try:
             count = write_bundle(HERE, Path(self.build_lib) / "generator" / "bundle")
@@ -30,8 +30,8 @@ class BuildPyWithBundle(build_py):
         print(f"bundled {count} entries into the package", file=sys.stderr)
 
 
-# The metric reader's loop in C (generator/_scan.c). Optional: without a compiler the
+# The metric reader's loop in C (generator/core/_scan.c). Optional: without a compiler the
 # install still works and diagnose reads metrics in Python, by the same rules, only slower.
-METRICSCAN = Extension("generator._scan", ["generator/_scan.c"], optional=True)
+METRICSCAN = Extension("generator.core._scan", ["generator/core/_scan.c"], optional=True)
 
 setup(cmdclass={"build_py": BuildPyWithBundle}, ext_modules=[METRICSCAN])

@@ -19,8 +19,8 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from generator.markdown import XREF_RE  # noqa: E402
-from generator.schema import Entry  # noqa: E402
+from generator.core.prose import XREF_RE  # noqa: E402
+from generator.core.schema import Entry  # noqa: E402
 
 SUMMARY_MAX = next(m.max_length for m in Entry.model_fields["summary"].metadata if getattr(m, "max_length", None))
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CHILD = """
 import sys
-from generator.cli import main
+from generator.surfaces.cli import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
 with open("/proc/self/status") as f:

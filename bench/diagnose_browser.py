@@ -63,8 +63,8 @@ def main() -> int:
         work = Path(tmp)
         sites = args.site
         if not sites:
-            from generator.build import build
-            from generator.config import load_config
+            from generator.site.build import build
+            from generator.core.config import load_config
 
             sites = [work / "site"]
             build(REPO / "entries", sites[0], load_config(REPO).with_base_url("http://127.0.0.1/"))

@@ -26,9 +26,9 @@ def main() -> int:
     ap.add_argument("--mib", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    from generator.build import load_catalog
-    from generator.diagnose import Matcher, matcher_spec, rank_hits
-    from generator.pages import fingerprint_data
+    from generator.site.build import load_catalog
+    from generator.diagnosis.matcher import Matcher, matcher_spec, rank_hits
+    from generator.site.pages import fingerprint_data
 
     spec = matcher_spec(fingerprint_data(load_catalog(REPO / "entries")))
     for name in args.logs:

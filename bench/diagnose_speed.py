@@ -119,7 +119,7 @@ def variant_entries(factor: int, work: Path) -> Path:
 
 
 def patterns_of(entries: Path) -> list[str]:
-    from generator.build import load_catalog
+    from generator.site.build import load_catalog
 
     try:
         catalog = load_catalog(entries)
@@ -135,7 +135,7 @@ def _grep_pattern(pattern: str | None, metric: str | None) -> str:
     """A fingerprint's pattern for grep. A metric fingerprint's is what a reading is: the
     quantity's pattern (metrics.PATTERNS) as ERE, its spellings, separator, number and unit, less
     the look-ahead ERE lacks, so grep does work comparable to the reader's, not a spelling's."""
-    from generator.metrics import PATTERNS, QUANTITIES
+    from generator.core.metrics import PATTERNS, QUANTITIES
 
     if pattern is not None or metric is None:
         return pattern or ""
@@ -156,10 +156,10 @@ def spec_of(entries: Path) -> dict[str, Any]:
     (read raw: the 10x copy exceeds the schema's 20-fingerprint limit)."""
     import yaml
 
-    from generator.diagnose import matcher_spec
-    from generator.metrics import PATTERNS, spellings
-    from generator.patterns import required_literals
-    from generator.schema import STRENGTH_SCORE, Strength
+    from generator.diagnosis.matcher import matcher_spec
+    from generator.core.metrics import PATTERNS, spellings
+    from generator.core.patterns import required_literals
+    from generator.core.schema import STRENGTH_SCORE, Strength
 
     fps, info = [], {}
     for p in sorted(entries.glob("*/*.yaml")):
@@ -182,7 +182,7 @@ def spec_of(entries: Path) -> dict[str, Any]:
 CHILD = """
 import json, sys
 sys.path.insert(0, {repo!r})
-from generator.diagnose import Matcher, rank_hits
+from generator.diagnosis.matcher import Matcher, rank_hits
 with open(sys.argv[1]) as f:
     spec = json.load(f)
 m = Matcher(spec, sys.argv[2])

@@ -39,12 +39,12 @@ from hypothesis import strategies as st
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from generator.catalog import build_catalog  # noqa: E402
-from generator.load import LoadError, load_yaml  # noqa: E402
-from generator.patterns import MAX_LINE, check_pattern, compile_pattern  # noqa: E402
-from generator.problems import BuildFailed  # noqa: E402
-from generator.read import Source  # noqa: E402
-from generator.validate import parse_entry  # noqa: E402
+from generator.core.catalog import build_catalog  # noqa: E402
+from generator.core.load import LoadError, load_yaml  # noqa: E402
+from generator.core.patterns import MAX_LINE, check_pattern, compile_pattern  # noqa: E402
+from generator.core.problems import BuildFailed  # noqa: E402
+from generator.core.read import Source  # noqa: E402
+from generator.core.validate import parse_entry  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tests"))
 from conftest import CATEGORIES, TAGS, valid_entry  # noqa: E402

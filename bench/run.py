@@ -182,7 +182,7 @@ def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool, search_repe
         print("  with search / hugo + pagefind per pair: " + ", ".join(f"{c[0] / t[0]:.2f}" for c, t in published if t), file=sys.stderr)
     results["search indexing alone"] = median_of(
         search_repeat, None,
-        [PY, "-c", "from pathlib import Path; from generator.build import load_catalog; from generator.searchindex import search_files; "
+        [PY, "-c", "from pathlib import Path; from generator.site.build import load_catalog; from generator.search.files import search_files; "
          f"search_files(load_catalog(Path({str(corpus)!r})), jobs=None)"], REPO
     )
     return results

@@ -43,8 +43,8 @@ SECOND = "nccl timeout"
 def build_site(source: Path, count: int, work: Path) -> Path:
     from corpus import make_corpus
 
-    from generator.build import build
-    from generator.config import load_config
+    from generator.site.build import build
+    from generator.core.config import load_config
 
     corpus = work / "entries"
     make_corpus(source, count, corpus)
@@ -72,8 +72,8 @@ def _dev_server(site: Path):  # type: ignore[no-untyped-def]
     """The site served by `failpedia serve`'s HTTP handler (its builder is not run)."""
     import threading
 
-    from generator.config import Config
-    from generator.serve import Builder, _bind
+    from generator.core.config import Config
+    from generator.surfaces.serve import Builder, _bind
 
     httpd = _bind("127.0.0.1", 0)
     httpd.builder = Builder(site, site, Config(base_url="http://127.0.0.1/"))

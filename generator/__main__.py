@@ -1,5 +1,5 @@
 """`python -m generator` is the `failpedia` command."""
 
-from .cli import run
+from .surfaces.cli import run
 
 run()

@@ -65,8 +65,8 @@ def serve_dir(root: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
 @pytest.fixture(scope="session")
 def real_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The real entries/ built once per test session (search index included)."""
-    from generator.build import build
-    from generator.config import load_config
+    from generator.site.build import build
+    from generator.core.config import load_config
 
     out = tmp_path_factory.mktemp("real") / "site"
     build(REPO / "entries", out, load_config(REPO).with_base_url("http://127.0.0.1/"))

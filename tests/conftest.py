@@ -104,7 +104,7 @@ def sample(tmp_path: Path) -> Path:
 @pytest.fixture
 def run_cli(capsys: pytest.CaptureFixture[str]):
     """Run the CLI in-process; returns (exit code, stdout, stderr)."""
-    from generator.cli import main
+    from generator.surfaces.cli import main
 
     def run(*argv: str) -> tuple[int, str, str]:
         try:

@@ -7,7 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from generator.build import load_catalog
+from generator.site.build import load_catalog
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from conftest import sample_files, valid_entry, write_tree
-from generator.render import TEMPLATES
+from generator.site.render import TEMPLATES
 from sitecheck import broken_links, parse_page, tree_digest
 
 
@@ -104,7 +104,7 @@ def test_failed_build_leaves_previous_site_untouched(run_cli, sample: Path, buil
 TEMPLATE_ERRORS = {  # a broken template → the problem reported at its file and line
     "syntax": ("tag.html", "{% block main %}", "{% block main %}{% if %}", "tag.html:3:1: error: template error: Expected an expression"),
     "undefined attribute": ("tag.html", "{{ tag.description }}", "{{ tag.descriptio }}",
-                            "tag.html:6:1: error: template error: 'generator.schema.Tag object' has no attribute 'descriptio' (rendering tags/"),
+                            "tag.html:6:1: error: template error: 'generator.core.schema.Tag object' has no attribute 'descriptio' (rendering tags/"),
     "missing import": ("tag.html", '"_macros.html"', '"_macro.html"', "tag.html:2:1: error: template error: no template named '_macro.html'"),
     "syntax in an imported template": ("_macros.html", "{% macro entry_list", "{% macro entry_list(", "_macros.html:5:1: error: template error:"),
 }
@@ -142,7 +142,7 @@ def test_an_unusable_cache_or_templates_folder_is_an_error_not_a_traceback(run_c
 def test_a_template_problem_survives_the_trip_from_a_render_worker() -> None:
     import pickle
 
-    from generator.problems import BuildFailed, Problem
+    from generator.core.problems import BuildFailed, Problem
 
     problem = Problem("templates/tag.html", 6, 0, "template error: 'x' is undefined (rendering tags/oom/index.html)")
     again = pickle.loads(pickle.dumps(BuildFailed([problem])))
@@ -156,7 +156,7 @@ def test_successful_build_replaces_old_files(run_cli, sample: Path, built: Path)
     assert (sample / "distributed/ddp-oom.yaml").exists()
     # nccl-hang relates back to ddp-oom only; remove gpu-oom references elsewhere
     code = 0
-    from generator.cli import main
+    from generator.surfaces.cli import main
     code = main(["build", "--entries", str(sample), "--out", str(built)])
     assert code == 0
     assert not (built / "stale.html").exists() and not (built / "gpu-oom").exists()
@@ -213,8 +213,8 @@ def test_schema_command_prints_json(run_cli) -> None:
 
 
 def test_long_lists_span_pages_with_working_links(sample: Path, tmp_path: Path) -> None:
-    from generator.build import build
-    from generator.config import Config
+    from generator.site.build import build
+    from generator.core.config import Config
 
     out = tmp_path / "site"
     build(sample, out, Config(base_url="https://example.org/", page_size=1), search=False)
@@ -232,8 +232,8 @@ def test_long_lists_span_pages_with_working_links(sample: Path, tmp_path: Path) 
 
 @pytest.mark.parametrize("value", ['"50"', "0", "1001", "true", "2.5"])
 def test_page_size_setting_is_checked(tmp_path: Path, value: str) -> None:
-    from generator.config import load_config
-    from generator.problems import FailpediaError
+    from generator.core.config import load_config
+    from generator.core.problems import FailpediaError
 
     (tmp_path / "pyproject.toml").write_text(f"[tool.failpedia]\npage_size = {value}\n")
     with pytest.raises(FailpediaError, match="page_size must be a whole number from 1 to 1000"):
@@ -245,10 +245,10 @@ def test_page_size_setting_is_checked(tmp_path: Path, value: str) -> None:
 def test_no_search_build_leaves_out_the_search_index(sample: Path) -> None:
     """`--no-search` leaves out the files under search/ (the search page stays); entry pages are
     the same either way (they carry nothing for the index)."""
-    from generator.build import load_catalog
-    from generator.config import Config
-    from generator.pages import plan_pages, search_pages
-    from generator.render import Renderer
+    from generator.site.build import load_catalog
+    from generator.core.config import Config
+    from generator.site.pages import plan_pages, search_pages
+    from generator.site.render import Renderer
 
     catalog, config = load_catalog(sample), Config()
     renderer = Renderer(config)

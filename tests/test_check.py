@@ -83,8 +83,8 @@ def test_unknown_tag_suggests(run_cli, tmp_path: Path) -> None:
 
 
 def test_tags_normalise_case_and_aliases(run_cli, tmp_path: Path) -> None:
-    from generator.catalog import build_catalog
-    from generator.read import read_source
+    from generator.core.catalog import build_catalog
+    from generator.core.read import read_source
 
     root = write_tree(tmp_path / "entries", {**sample_files(), "memory/x.yaml": valid_entry(tags=["OOM", "#distributed-data-parallel"])})
     catalog = build_catalog(read_source(root))

@@ -39,8 +39,8 @@ def test_github_annotations_make_absolute_paths_relative_to_the_checkout(run_cli
 
 
 def test_github_escapes_data_and_properties() -> None:
-    from generator.cli import _github
-    from generator.problems import Problem
+    from generator.surfaces.cli import _github
+    from generator.core.problems import Problem
 
     p = Problem("entries/a,b:c%.yaml", 3, 0, "50% done\r\nnext: line")
     assert _github(p) == "::error file=entries/a%2Cb%3Ac%25.yaml,line=3,col=1::50%25 done%0D%0Anext: line"

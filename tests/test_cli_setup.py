@@ -68,8 +68,8 @@ def test_site_is_created_world_readable(sample: Path, tmp_path: Path) -> None:
     another user needs (mkdtemp alone makes the swapped-in folder 0700)."""
     import stat
 
-    from generator.build import build
-    from generator.config import Config
+    from generator.site.build import build
+    from generator.core.config import Config
 
     old = os.umask(0o022)
     try:
@@ -83,7 +83,7 @@ def test_site_is_created_world_readable(sample: Path, tmp_path: Path) -> None:
 
 
 def test_serve_never_writes_the_deployed_site_folder(run_cli, tmp_path: Path) -> None:
-    from generator.cli import SERVE_OUT, _parser
+    from generator.surfaces.cli import SERVE_OUT, _parser
 
     args = _parser().parse_args(["serve"])
     assert Path(args.out) == SERVE_OUT and SERVE_OUT.parts[0] == ".cache"
@@ -94,7 +94,7 @@ def test_serve_never_writes_the_deployed_site_folder(run_cli, tmp_path: Path) ->
 def test_progress_only_on_a_terminal_and_only_for_long_work() -> None:
     import io
 
-    from generator.progress import Progress
+    from generator.surfaces.progress import Progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -115,7 +115,7 @@ def test_progress_only_on_a_terminal_and_only_for_long_work() -> None:
 
 WORKER_SCRIPT = """
 import signal
-from generator.parallel import run_parallel
+from generator.core.parallel import run_parallel
 
 def handler(_item):
     return repr(signal.getsignal(signal.SIGTERM))
@@ -130,7 +130,7 @@ def test_build_workers_do_not_inherit_serves_sigterm_handler() -> None:
     stops its workers with SIGTERM: with the inherited handler it would hang)."""
     import signal
 
-    from generator.parallel import worker_count
+    from generator.core.parallel import worker_count
 
     if worker_count() < 2:
         pytest.skip("one core: run_parallel runs in this process")

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import sample_files, valid_entry, write_tree
-from generator.build import load_catalog
-from generator.diagnose import Matcher, diagnose_bytes, matcher_spec, rank_hits
-from generator.pages import fingerprint_data
-from generator.patterns import compile_pattern
+from generator.site.build import load_catalog
+from generator.diagnosis.matcher import Matcher, diagnose_bytes, matcher_spec, rank_hits
+from generator.site.pages import fingerprint_data
+from generator.core.patterns import compile_pattern
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -376,7 +376,7 @@ def test_read_points_at_the_built_page_when_there_is_one(run_cli, tmp_path: Path
 
 
 def test_evidence_is_elided_in_the_middle_keeping_the_match() -> None:
-    from generator.diagnose import elide
+    from generator.diagnosis.matcher import elide
 
     text = "head " + "a" * 400 + " THE MATCH " + "b" * 400
     start = text.index("THE MATCH")

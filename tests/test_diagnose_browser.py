@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from browser import *  # noqa: F403
-from generator.diagnose import Matcher, rank_hits
+from generator.diagnosis.matcher import Matcher, rank_hits
 from logsets import labelled_logs
 
 METRIC_DIR = Path(__file__).resolve().parent / "metriclogs"
@@ -212,7 +212,7 @@ READER_CASES = [
 
 def test_both_engines_read_the_same_quantities_on_look_alikes(browser, site_url: str, real_site: Path) -> None:
     """metrics.read and the browser's metricReader: the same value, start and end on every case."""
-    from generator.metrics import read
+    from generator.core.metrics import read
 
     ctx, page, _ = engine_page(browser, site_url, real_site, "diagnose-metrics.js")
     js = page.evaluate("cases => { var read = metricReader(window.__spec.rules.metrics);"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import load_catalog
-from generator.diagnose import Matcher, matcher_spec, rank_hits
-from generator.pages import fingerprint_data
+from generator.site.build import load_catalog
+from generator.diagnosis.matcher import Matcher, matcher_spec, rank_hits
+from generator.site.pages import fingerprint_data
 from logsets import labelled_logs
 
 REPO = Path(__file__).resolve().parent.parent

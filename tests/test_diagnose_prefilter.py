@@ -1,6 +1,6 @@
 """The Python engine's fast paths (pieces cut at line ends, one literal pass per piece, the line
 filters tried on many lines at once, `near` lines read only where a hit can use them) decide
-exactly what the per-line rules of generator/diagnose.py decide. A plain per-line reading of those
+exactly what the per-line rules of generator/diagnosis/matcher.py decide. A plain per-line reading of those
 rules, here, is the reference, on adversarial logs fed in every way a caller feeds them."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import generator.diagnose as diagnose
-from generator.diagnose import Matcher, matcher_spec
-from generator.patterns import MAX_LINE, check_pattern, compile_line_filter, compile_pattern
+import generator.diagnosis.matcher as diagnose
+from generator.diagnosis.matcher import Matcher, matcher_spec
+from generator.core.patterns import MAX_LINE, check_pattern, compile_line_filter, compile_pattern
 
 # Patterns whose line filter must not be fooled: anchors next to \r and at cut ends, \b, classes
 # and \s that could run across a \r or a newline, '.' over non-ASCII characters, a numeric one.

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from generator.build import load_catalog
-from generator.diagnose import diagnose_bytes, matcher_spec
-from generator.pages import fingerprint_data
-from generator.schema import Language, Strength
+from generator.site.build import load_catalog
+from generator.diagnosis.matcher import diagnose_bytes, matcher_spec
+from generator.site.pages import fingerprint_data
+from generator.core.schema import Language, Strength
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import sample_files, valid_entry, write_tree
-from generator.load import LoadError, load_yaml, shown
-from generator.patterns import check_pattern
-from generator.problems import FailpediaError, Problem
-from generator.validate import loc_text, parse_entry
-from generator.write import SiteWriter
+from generator.core.load import LoadError, load_yaml, shown
+from generator.core.patterns import check_pattern
+from generator.core.problems import FailpediaError, Problem
+from generator.core.validate import loc_text, parse_entry
+from generator.site.write import SiteWriter
 
 ENTRY = "distributed/bad.yaml"
 # Characters no message may print raw: ESC (terminal escapes), bidi overrides, zero-width, newline.
@@ -115,7 +115,7 @@ def test_trojan_source_characters_are_refused_in_every_string_field(char: str) -
 
 def test_every_invisible_format_character_is_refused() -> None:
     """The whole Unicode category Cf (bidi controls, zero-width, tag characters, ...)."""
-    from generator.schema import _clean_text
+    from generator.core.schema import _clean_text
 
     missing = []
     for cp in range(0x110000):
@@ -389,7 +389,7 @@ def test_safe_shapes_still_pass(pattern: str) -> None:
 def test_accepted_shapes_stay_quick_on_hostile_lines() -> None:
     """What passes is at worst quadratic: a crafted 2,048-character line takes well under a second
     (a refused shape such as '\\d*\\d*\\d*XYZ' takes minutes on the first line)."""
-    from generator.patterns import compile_pattern
+    from generator.core.patterns import compile_pattern
 
     n = 2048
     lines = ["1" * n, ("foo" * n)[:n], ("a " * n)[:n], "x" * (n - 4) + "XYZ!"]
@@ -488,7 +488,7 @@ def test_a_planted_build_cache_is_never_loaded(run_cli, tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     cache = project / ".cache" / "build"
     cache.mkdir(parents=True)
-    from generator.cache import FORMAT, SHARDS
+    from generator.site.cache import FORMAT, SHARDS
 
     for shard in range(SHARDS):
         (cache / f"parsed-{shard:02d}.pickle").write_bytes(pickle.dumps({"format": FORMAT, "entries": _Planted(marker)}))
@@ -507,7 +507,7 @@ def test_reading_many_entries_does_not_map_memory_per_file(tmp_path: Path) -> No
     """Each file read once kept its own memory mapping (a 1 MiB buffer shrunk in place); at
     65,530 of them (the kernel's limit) nothing could be mapped any more and a 100,000-entry
     build died importing a module."""
-    from generator.read import read_source
+    from generator.core.read import read_source
 
     write_tree(tmp_path, {"tags.yaml": "tags: []\n", "categories.yaml": "categories: []\n"})
     folder = tmp_path / "memory"

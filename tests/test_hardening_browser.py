@@ -28,8 +28,8 @@ AUDIT = """() => ({
 
 @pytest.fixture(scope="module")
 def hostile_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from generator.build import build
-    from generator.config import Config
+    from generator.site.build import build
+    from generator.core.config import Config
 
     lines = [v for v in VECTORS if "\n" not in v]
     root = write_tree(tmp_path_factory.mktemp("hostile") / "entries", hostile_files(lines, TEXT_BLOCK))

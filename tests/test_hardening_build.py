@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import CATEGORIES, TAGS, sample_files, valid_entry
-from generator.catalog import build_catalog
-from generator.config import Config
-from generator.pages import _json, plan_pages, search_pages
-from generator.problems import BuildFailed
-from generator.read import Source
-from generator.render import TEMPLATES, Renderer
+from generator.core.catalog import build_catalog
+from generator.core.config import Config
+from generator.site.pages import _json, plan_pages, search_pages
+from generator.core.problems import BuildFailed
+from generator.core.read import Source
+from generator.site.render import TEMPLATES, Renderer
 
 CONFIG = Config(base_url="https://example.org/docs/", repo_url="https://github.com/failpedia/failpedia")
 ALLOWED_SCHEMES = {"http", "https", "mailto"}
@@ -247,7 +247,7 @@ def test_code_blocks_escape_and_unknown_fence_languages_are_plain(hostile_site: 
     ("toml", '"' * 10_000),
 ])
 def test_highlighting_hostile_code_is_quick(language: str, code: str) -> None:
-    from generator.markdown import block, code_block
+    from generator.site.markdown import block, code_block
 
     started = time.perf_counter()
     html = code_block(code, language) + block(f"```{language}\n{code}\n```\n")
@@ -352,7 +352,7 @@ def test_any_text_renders_without_scripts_handlers_or_bad_links(lines: list[str]
 def test_every_site_section_is_a_reserved_slug(hostile_site: dict[str, str]) -> None:
     """An entry whose slug names a section would take over its folder (or be refused as a double
     write): every top-level folder the site has must be reserved."""
-    from generator.catalog import RESERVED_SLUGS
+    from generator.core.catalog import RESERVED_SLUGS
 
     slugs = {e["slug"] for e in json.loads(hostile_site["api/entries.json"])["entries"]}
     sections = {path.split("/")[0] for path in hostile_site if "/" in path} - slugs

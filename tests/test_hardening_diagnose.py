@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.diagnose import diagnose_bytes, matcher_spec
-from generator.build import load_catalog
-from generator.pages import fingerprint_data
+from generator.diagnosis.matcher import diagnose_bytes, matcher_spec
+from generator.site.build import load_catalog
+from generator.site.pages import fingerprint_data
 
 REPO = Path(__file__).resolve().parent.parent
 OOM = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB."
@@ -28,7 +28,7 @@ HTML = b'<img src=x onerror="alert(1)"><script>alert(2)</script>'
 # rusage of a child also counts the parent's pages it held between fork and exec).
 CHILD = """
 import sys
-from generator.cli import main
+from generator.surfaces.cli import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
 with open("/proc/self/status") as f:

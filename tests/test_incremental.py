@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from conftest import sample_files, valid_entry, write_tree
-from generator.build import build
-from generator.config import Config
-from generator.render import TEMPLATES
+from generator.site.build import build
+from generator.core.config import Config
+from generator.site.render import TEMPLATES
 from sitecheck import tree_digest
 
 CONFIG = Config(base_url="https://example.org/")
@@ -145,8 +145,8 @@ def test_a_replaced_output_file_is_rendered_again_not_trusted(project) -> None:
 
 
 def test_similar_entries_are_reused_only_while_every_tag_and_link_stands(project) -> None:
-    from generator.catalog import build_catalog
-    from generator.read import read_source
+    from generator.core.catalog import build_catalog
+    from generator.core.read import read_source
 
     store: dict = {}
     first = build_catalog(read_source(project["entries"]), store=store)
@@ -268,7 +268,7 @@ def test_an_edit_to_an_imported_template_re_renders_the_pages_that_import_it(pro
 def test_a_template_edit_re_renders_the_entry_pages_from_their_kept_fragments(project, monkeypatch) -> None:
     """An entry page's markdown and highlighted code are kept with the parsed entry in the cache:
     a template edit renders the entry pages again without running markdown or Pygments."""
-    import generator.markdown as md
+    import generator.site.markdown as md
 
     incremental(project)
     calls: list[str] = []
@@ -283,7 +283,7 @@ def test_a_template_edit_re_renders_the_entry_pages_from_their_kept_fragments(pr
 
 
 def test_a_template_that_names_another_by_a_variable_depends_on_every_template(project) -> None:
-    from generator.render import Renderer
+    from generator.site.render import Renderer
 
     def key_after_feed_edit(name: str) -> tuple[str, str]:
         before = Renderer(CONFIG, project["templates"]).template_key(name)
@@ -300,17 +300,17 @@ def test_a_template_that_names_another_by_a_variable_depends_on_every_template(p
 
 
 def test_entries_cached_by_other_generator_code_are_parsed_again(project, monkeypatch) -> None:
-    import generator.build
-    import generator.cache
+    import generator.site.build
+    import generator.site.cache
 
     incremental(project)
     parsed: list[str] = []
-    real = generator.build.parse_one
-    monkeypatch.setattr(generator.build, "parse_one", lambda item, kept: parsed.append(item[0]) or real(item, kept))
+    real = generator.site.build.parse_one
+    monkeypatch.setattr(generator.site.build, "parse_one", lambda item, kept: parsed.append(item[0]) or real(item, kept))
     CHANGES["entry text"](project)
     incremental(project)
     assert len(parsed) == 1  # same code: only the edited entry
-    monkeypatch.setattr(generator.cache, "code_version", lambda: "a schema rule was added")
+    monkeypatch.setattr(generator.site.cache, "code_version", lambda: "a schema rule was added")
     CHANGES["entry title (shown on linked pages)"](project)
     incremental(project)
     assert len(parsed) == 1 + 3  # other code: every entry, since its rules may differ
@@ -320,11 +320,11 @@ def test_entries_cached_by_other_generator_code_are_parsed_again(project, monkey
 def test_the_fingerprint_file_is_the_matcher_spec_and_its_list_is_reused_until_a_fingerprint_changes(project) -> None:
     """api/fingerprints.json is assembled from a memoized fingerprint list; it must stay the very
     text of safe_json(matcher_spec(...)) after every kind of edit."""
-    from generator.catalog import build_catalog
-    from generator.diagnose import matcher_spec
-    from generator.pages import fingerprint_data, fingerprints_file
-    from generator.read import read_source
-    from generator.safejson import safe_json
+    from generator.core.catalog import build_catalog
+    from generator.diagnosis.matcher import matcher_spec
+    from generator.site.pages import fingerprint_data, fingerprints_file
+    from generator.core.read import read_source
+    from generator.core.safejson import safe_json
 
     store: dict = {}
 
@@ -334,7 +334,7 @@ def test_the_fingerprint_file_is_the_matcher_spec_and_its_list_is_reused_until_a
         assert text == safe_json(matcher_spec(fingerprint_data(catalog))).encode("utf-8")
         return store["fingerprints.json"][0]
 
-    from generator.pages import plan_pages
+    from generator.site.pages import plan_pages
 
     plan_pages(build_catalog(read_source(project["entries"]), store=store), CONFIG)
     assert "fingerprints.json" in store  # made while planning, in the build's own process: render workers' memos are lost
@@ -352,11 +352,11 @@ def test_the_site_wide_json_files_are_assembled_from_reused_items_and_equal_one_
     """api/entries.json and the entries map of api/fingerprints.json are joined from per-entry
     items kept between builds; after any entry or registry change they must still be the very
     text of one safe_json dump, and an entry the change did not touch keeps its item object."""
-    from generator.catalog import build_catalog
-    from generator.diagnose import matcher_spec
-    from generator.pages import entries_index, entry_url, fingerprint_data, fingerprints_file, plan_pages
-    from generator.read import read_source
-    from generator.safejson import safe_json
+    from generator.core.catalog import build_catalog
+    from generator.diagnosis.matcher import matcher_spec
+    from generator.site.pages import entries_index, entry_url, fingerprint_data, fingerprints_file, plan_pages
+    from generator.core.read import read_source
+    from generator.core.safejson import safe_json
 
     store: dict = {}
 
@@ -381,7 +381,7 @@ def test_the_site_wide_json_files_are_assembled_from_reused_items_and_equal_one_
 
 def _entry_reads(monkeypatch) -> list[str]:
     """The entry files the next builds read (registries left out)."""
-    import generator.read as read
+    import generator.core.read as read
 
     reads: list[str] = []
     original = read._read_plain
@@ -398,7 +398,7 @@ def _entry_reads(monkeypatch) -> list[str]:
 def test_an_entry_file_whose_signature_is_unchanged_is_not_read_again(project, monkeypatch) -> None:
     """Like git's index: size, mtime, ctime and inode unchanged → the cached digest stands. An
     edit that keeps the size and puts the mtime back (cp -p, rsync -t) still changes the ctime."""
-    import generator.build as b
+    import generator.site.build as b
 
     monkeypatch.setattr(b, "SETTLED_NS", 0)  # the files were written just now
     reads = _entry_reads(monkeypatch)
@@ -453,7 +453,7 @@ def test_memo_files_are_written_when_their_result_changes_and_ignored_when_alter
     CHANGES["entry text"](project)
     incremental(project)
     rewritten = {name for name, ns in stamps().items() if ns != before[name]}
-    from generator.cache import MemoFiles
+    from generator.site.cache import MemoFiles
 
     names = MemoFiles(project["cache"], b"")
     assert rewritten == {names._path("entries.json items").name, names._path("fingerprints.json entries").name}
@@ -469,7 +469,7 @@ def test_memo_files_are_written_when_their_result_changes_and_ignored_when_alter
 def test_an_edit_remakes_the_search_index_as_a_cold_build_makes_it(project, monkeypatch) -> None:
     """The search index is kept with the build cache, each entry's terms on their own: a body
     edit recomputes that entry's terms only, and the index is the one a cold build writes."""
-    import generator.searchindex as searchindex
+    import generator.search.files as searchindex
 
     build(project["entries"], project["site"], CONFIG, project["templates"], cache_dir=project["cache"], jobs=1)
     made: list[int] = []
@@ -541,7 +541,7 @@ def test_a_lost_or_altered_blob_shard_costs_a_parse_not_the_build(project, damag
 def test_cross_entry_errors_keep_their_positions_through_the_cache(project) -> None:
     """Source positions travel from parse workers and through the cache packed, and are unpacked
     only to report a problem: the line and column must be those of a fresh parse."""
-    from generator.problems import BuildFailed
+    from generator.core.problems import BuildFailed
 
     incremental(project)
     path = project["entries"] / "memory/gpu-oom.yaml"
@@ -555,7 +555,7 @@ def test_cross_entry_errors_keep_their_positions_through_the_cache(project) -> N
 
 
 def test_a_change_in_the_verify_record_renders_only_that_entry_page_again(project) -> None:
-    from generator.build import load_catalog
+    from generator.site.build import load_catalog
 
     edit_entry(project, "memory/gpu-oom.yaml", reproduce={
         "platform": "cpu", "packages": ["torch>=2.6,<3"], "script": "print('CUDA out of memory. Tried to allocate 20 MiB')\n", "matches": [0]})
@@ -576,7 +576,7 @@ def test_a_change_in_the_verify_record_renders_only_that_entry_page_again(projec
 
 
 def _write_same_file(folder: str, rounds: int) -> None:
-    from generator.cache import _write_signed
+    from generator.site.cache import _write_signed
 
     for n in range(rounds):
         _write_signed(Path(folder) / "templates-same.bin", b"k" * 32, b"payload %d" % n)
@@ -587,7 +587,7 @@ def test_workers_writing_the_same_cache_file_at_once_do_not_fail(tmp_path) -> No
     each writes its own temporary file, so no rename finds its file taken by another."""
     import multiprocessing
 
-    from generator.cache import _read_signed
+    from generator.site.cache import _read_signed
 
     ctx = multiprocessing.get_context("fork")
     procs = [ctx.Process(target=_write_same_file, args=(str(tmp_path), 100)) for _ in range(4)]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.launcher import RankTails
+from generator.surfaces.launcher import RankTails
 
 REPO = Path(__file__).resolve().parent.parent
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB."

@@ -4,7 +4,10 @@
   inside functions and under `if TYPE_CHECKING:` (a cycle hidden in a function is still one);
 - only the surfaces (cli.py, __main__.py and the commands package) print or exit; every other
   module takes data and returns data;
-- no library module imports a surface.
+- no library module imports a surface;
+- the packages' imports point one way: surfaces → site → the engines (diagnosis, search) → core,
+  the two engines not into each other; every package says in its docstring what it holds and
+  what it may import.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "generator"
-SURFACES = ("generator.cli", "generator.__main__", "generator.commands")
+SURFACES = ("generator.surfaces.cli", "generator.__main__", "generator.surfaces.commands")
 
 
 def _name(path: Path) -> str:
@@ -117,10 +120,61 @@ def _path(component: list[str]) -> str:
 
 
 def test_the_parser_sees_the_package() -> None:
-    assert {"generator", "generator.cli", "generator.build", "generator.commands", "generator.commands.diagnose"} <= set(MODULES)
-    assert "generator.catalog" in GRAPH["generator.build"]  # an import inside a function counts
-    assert "generator.read" in GRAPH["generator.cache"]  # and one under TYPE_CHECKING
-    assert "generator.markdown" in GRAPH["generator.pages"]  # `from . import markdown as md`
+    assert {"generator", "generator.surfaces.cli", "generator.site.build", "generator.surfaces.commands", "generator.surfaces.commands.diagnose"} <= set(MODULES)
+    assert "generator.core.catalog" in GRAPH["generator.site.build"]  # an import inside a function counts
+    assert "generator.core.read" in GRAPH["generator.site.cache"]  # and one under TYPE_CHECKING
+    assert "generator.site.markdown" in GRAPH["generator.site.pages"]  # `from . import markdown as md`
+
+
+# Each room → the rooms its modules may import (its own included). `generator` itself is the map.
+ROOMS = {
+    "core": {"core"},
+    "diagnosis": {"core", "diagnosis"},
+    "search": {"core", "search"},
+    "site": {"core", "diagnosis", "search", "site"},
+    "surfaces": {"core", "diagnosis", "search", "site", "surfaces"},
+}
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in ROOMS else None
+
+
+def _against_the_grain(graph: dict[str, dict[str, int]]) -> list[str]:
+    """Each import from one room into a room it may not import, with its line."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        room = _room(module)
+        allowed = ROOMS[room] if room else {"surfaces"} if module == "generator.__main__" else set()
+        for target, line in sorted(targets.items()):
+            if _room(target) not in allowed:
+                found.append(f"{module} (line {line}) imports {target}: {room or module} may import only {', '.join(sorted(allowed)) or 'nothing'}")
+    return found
+
+
+def test_every_module_lives_in_a_room_and_each_room_says_what_it_holds() -> None:
+    homeless = sorted(m for m in MODULES if _room(m) is None and m not in ("generator", "generator.__main__"))
+    assert not homeless, f"modules outside the rooms {sorted(ROOMS)}: {homeless}"
+    for room in ROOMS:
+        doc = ast.get_docstring(TREES[f"generator.{room}"])
+        assert doc and "import" in doc.lower(), f"generator/{room}/__init__.py must say what it holds and what it may import"
+
+
+def test_imports_point_one_way_surfaces_site_engines_core() -> None:
+    wrong = _against_the_grain(GRAPH)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_direction_check_catches_an_upward_or_sideways_import() -> None:
+    graph = {
+        "generator.core.schema": {"generator.diagnosis.matcher": 3},  # core → an engine
+        "generator.search.query": {"generator.diagnosis.matcher": 4},  # one engine → the other
+        "generator.site.pages": {"generator.search.files": 5, "generator.surfaces.cli": 6},  # fine, then upward
+        "generator.surfaces.lsp": {"generator.site.build": 7},  # fine
+    }
+    assert [w.split(" (")[0] for w in _against_the_grain(graph)] == ["generator.core.schema", "generator.search.query", "generator.site.pages"]
+    assert "generator.surfaces.cli" in _against_the_grain(graph)[2]
 
 
 def test_no_import_cycles_counting_imports_inside_functions() -> None:
@@ -161,4 +215,4 @@ def test_library_modules_neither_print_nor_exit(module: str) -> None:
 def test_the_checks_catch_what_they_look_for() -> None:
     tree = ast.parse("import sys\ndef f():\n    print('x')\n    sys.exit(1)\n    raise SystemExit(2)\n")
     assert [what for _, what in _exits_or_prints(tree)] == ["print()", "sys.exit()", "raise SystemExit"]
-    assert _is_surface("generator.commands.search") and not _is_surface("generator.commandsx") and not _is_surface("generator.search")
+    assert _is_surface("generator.surfaces.commands.search") and not _is_surface("generator.surfaces.commandsx") and not _is_surface("generator.search.query")

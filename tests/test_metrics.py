@@ -1,4 +1,4 @@
-"""Metrics read from any log format (generator/metrics.py), the numeric fingerprints over them,
+"""Metrics read from any log format (generator/core/metrics.py), the numeric fingerprints over them,
 the series a match carries and the terminal's sparkline. tests/metriclogs/README.md cites the
 formats; the browser engine reads the same series (test_diagnose_browser.py)."""
 
@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from conftest import sample_files, valid_entry, write_tree
-from generator.build import load_catalog
-from generator.diagnose import Match, Matcher, matcher_spec, rank_hits
-from generator.metrics import SERIES_CAP, Series, read, sparkline
-from generator.pages import fingerprint_data
+from generator.site.build import load_catalog
+from generator.diagnosis.matcher import Match, Matcher, matcher_spec, rank_hits
+from generator.core.metrics import SERIES_CAP, Series, read, sparkline
+from generator.site.pages import fingerprint_data
 
 REPO = Path(__file__).resolve().parent.parent
 METRIC_DIR = REPO / "tests" / "metriclogs"
@@ -179,7 +179,7 @@ def test_the_cli_shows_a_sparkline_and_json_carries_the_series(run_cli, tmp_path
 
 
 def test_the_sparkline_is_ascii_where_stdout_cannot_print_blocks() -> None:
-    from generator.commands.diagnose import _series_lines
+    from generator.surfaces.commands.diagnose import _series_lines
     m = Match("x", "X", "", 6, 0.6, "initiating", (), series=({
         "fingerprint": "x#0", "file": "-", "check": "rising", "metric": "grad_norm", "readings": 3,
         "points": [[1, 1.0], [2, 2.0], [3, 3.0]], "fired": [[3, 3.0]]},))

@@ -1,5 +1,5 @@
 """Several log files (one per rank or node) diagnosed as one story: the merge rules of
-generator/logmerge.py, the multi-file cases of tests/ranklogs/multi/ (see tests/ranklogs/README.md)
+generator/diagnosis/logmerge.py, the multi-file cases of tests/ranklogs/multi/ (see tests/ranklogs/README.md)
 in the Python engine, and `failpedia diagnose` given several files or a folder. The browser engine
 is held to the same answers in tests/test_multifile_browser.py."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.knowledge import Knowledge
-from generator.logmerge import diagnose_files, identify, merged_lines, natural_key, stamp
-from generator.ranks import _span
+from generator.surfaces.knowledge import Knowledge
+from generator.diagnosis.logmerge import diagnose_files, identify, merged_lines, natural_key, stamp
+from generator.diagnosis.ranks import _span
 
 REPO = Path(__file__).resolve().parent.parent
 MULTI_DIR = Path(__file__).resolve().parent / "ranklogs" / "multi"
@@ -215,7 +215,7 @@ def test_cli_shows_the_line_that_names_the_rank_when_no_entry_matches(run_cli, s
 def test_evidence_keeps_its_file_and_line_across_matcher_batches(knowledge: Knowledge, monkeypatch: pytest.MonkeyPatch) -> None:
     """The merged lines reach the matcher in batches; evidence found in one batch (or waiting for
     `near` into the next) keeps the file and line it came from."""
-    import generator.logmerge as logmerge
+    import generator.diagnosis.logmerge as logmerge
 
     cases = [c for c in multi_cases() if c.name.startswith(("msswift", "funasr", "llamafactory"))]
     whole = {c.name: diagnose_files(knowledge.spec, c.files())[:2] for c in cases}

@@ -1,12 +1,12 @@
 """Several log files in the browser: diagnose-merge.js merges them by the rules of
-generator/logmerge.py, and the page's file input takes several files at once."""
+generator/diagnosis/logmerge.py, and the page's file input takes several files at once."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from browser import *  # noqa: F403
-from generator.logmerge import diagnose_files, natural_key
+from generator.diagnosis.logmerge import diagnose_files, natural_key
 from test_diagnose_browser import diagnose_page, wait_done  # noqa: F401 (a fixture)
 from test_multifile import MULTI_DIR, NAMES, multi_cases, pdsh_files, series_files, verdict_ok
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from generator.diagnose import Matcher, rank_hits
-from generator.knowledge import Knowledge
-from generator.ranks import RankScanner, RankVerdict, _span, initiating_rank
+from generator.diagnosis.matcher import Matcher, rank_hits
+from generator.surfaces.knowledge import Knowledge
+from generator.diagnosis.ranks import RankScanner, RankVerdict, _span, initiating_rank
 
 REPO = Path(__file__).resolve().parent.parent
 RANKLOG_DIR = Path(__file__).resolve().parent / "ranklogs"

@@ -1,4 +1,4 @@
-"""Which rank started it: the rules of generator/ranks.py on logs shaped like the public threads."""
+"""Which rank started it: the rules of generator/diagnosis/ranks.py on logs shaped like the public threads."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.diagnose import Matcher, rank_hits, matcher_spec
-from generator.knowledge import Knowledge
-from generator.ranks import RankScanner, initiating_rank
+from generator.diagnosis.matcher import Matcher, rank_hits, matcher_spec
+from generator.surfaces.knowledge import Knowledge
+from generator.diagnosis.ranks import RankScanner, initiating_rank
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,12 +1,12 @@
-"""Which rank started it, in the browser engine: the same verdict as generator/ranks.py."""
+"""Which rank started it, in the browser engine: the same verdict as generator/diagnosis/ranks.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from browser import *  # noqa: F403
-from generator.diagnose import Matcher, rank_hits
-from generator.ranks import RankScanner, initiating_rank
+from generator.diagnosis.matcher import Matcher, rank_hits
+from generator.diagnosis.ranks import RankScanner, initiating_rank
 from logsets import labelled_logs
 from test_ranklogs import python_verdict, rank_logs
 from test_ranks import scenario_logs

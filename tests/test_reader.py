@@ -70,8 +70,8 @@ def head(path: Path) -> _Head:
 
 @pytest.fixture(scope="module")
 def sample_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from generator.build import build
-    from generator.config import Config
+    from generator.site.build import build
+    from generator.core.config import Config
 
     files = sample_files()
     files["distributed/nccl-hang.yaml"] = {**files["distributed/nccl-hang.yaml"], "faq": []}
@@ -135,8 +135,8 @@ def test_entry_json_ld_is_tech_article_faq_page_and_breadcrumbs(sample_site: Pat
 
 
 def test_json_ld_cannot_close_its_script_element(tmp_path: Path) -> None:
-    from generator.build import build
-    from generator.config import Config
+    from generator.site.build import build
+    from generator.core.config import Config
 
     hostile = 'Evil </script><script>alert(1)</script> <!-- & </SCRIPT >'
     files = sample_files()
@@ -166,7 +166,7 @@ def contrast(a: str, b: str) -> float:
 
 
 def test_code_colours_meet_wcag_aa_in_both_themes() -> None:
-    from generator import highlight
+    from generator.site import highlight
 
     css = (REPO / "templates/static/style.css").read_text()
     panels = re.findall(r"--panel: (#[0-9a-f]{6})", css)
@@ -185,9 +185,9 @@ def test_code_colours_meet_wcag_aa_in_both_themes() -> None:
 
 
 def test_highlighting_keeps_every_character_and_styles_every_class() -> None:
-    from generator import highlight
-    from generator.build import load_catalog
-    from generator.markdown import code_block, pygments_css
+    from generator.site import highlight
+    from generator.site.build import load_catalog
+    from generator.site.markdown import code_block, pygments_css
 
     css_classes = set(re.findall(r"\.highlight \.([a-z0-9]+)\{", pygments_css()))
     assert css_classes == set(highlight.looks())
@@ -314,8 +314,8 @@ def test_markdown_shortcuts_render_exactly_like_markdown_it() -> None:
     made to break them."""
     import random
 
-    from generator import markdown as md
-    from generator.build import load_catalog
+    from generator.site import markdown as md
+    from generator.site.build import load_catalog
 
     parser = md._md()
     texts: set[str] = set()

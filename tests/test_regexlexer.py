@@ -13,9 +13,9 @@ import pytest
 from pygments.lexer import RegexLexer
 from pygments.lexers import get_lexer_by_name
 
-from generator import markdown as md
-from generator.build import load_catalog
-from generator.regexlexer import _first, accelerate
+from generator.site import markdown as md
+from generator.site.build import load_catalog
+from generator.site.regexlexer import _first, accelerate
 
 REPO = Path(__file__).resolve().parent.parent
 LANGUAGES = [n for n in sorted(set(md._LEXERS.values())) if type(get_lexer_by_name(n)).get_tokens_unprocessed is RegexLexer.get_tokens_unprocessed]

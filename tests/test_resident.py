@@ -1,4 +1,4 @@
-"""The dev server's resident site (generator/resident.py): after every kind of change that
+"""The dev server's resident site (generator/site/resident.py): after every kind of change that
 tests/test_incremental.py covers, applied one after another to one resident site, the site it
 serves is byte for byte what a cold `failpedia build` of the same inputs writes; and the search
 index follows a steady stream of edits without starving."""
@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from conftest import valid_entry, write_tree
-from generator.build import build
-from generator.config import Config
-from generator.resident import Debounced, ResidentSite
+from generator.site.build import build
+from generator.core.config import Config
+from generator.site.resident import Debounced, ResidentSite
 from sitecheck import tree_digest
 from test_incremental import CHANGES, PAGED, edit_entry, project  # noqa: F401  (project: the fixture)
 
@@ -108,7 +108,7 @@ def test_pages_re_rendered_for_another_entrys_edit_reuse_their_kept_fragments(pr
     a title edit re-renders the entry pages that link to it without markdown for them."""
     import yaml
 
-    import generator.markdown as md
+    import generator.site.markdown as md
 
     site = ResidentSite(project["entries"], project["site"], CONFIG, project["templates"], jobs=1)
     site.patch()

@@ -148,7 +148,7 @@ def test_new_needs_the_entries_folder_and_a_category(run_cli, tmp_path: Path) ->
 
 
 def test_scaffold_has_every_field_with_a_comment() -> None:
-    from generator.scaffold import GUIDE_MODELS, scaffold_text
+    from generator.surfaces.scaffold import GUIDE_MODELS, scaffold_text
 
     text = scaffold_text(["oom"], "schema.json")
     lines = text.splitlines()
@@ -159,7 +159,7 @@ def test_scaffold_has_every_field_with_a_comment() -> None:
         if re.match(r"^\s*(?:- )?\w+:", line):
             assert lines[i - 1].lstrip().startswith("#"), f"no comment above line {i + 1}: {line}"
     # The comments are the schema's docstrings.
-    from generator.schema import Entry, Fingerprint
+    from generator.core.schema import Entry, Fingerprint
 
     assert lines[lines.index("title: <fill in the name of the failure, as an engineer would search for it>") - 1] == f"# {Entry.model_fields['title'].description}"
     assert "    # definitive, strong or supporting: how much one hit says on its own." in lines
@@ -167,8 +167,8 @@ def test_scaffold_has_every_field_with_a_comment() -> None:
 
 
 def test_scaffold_loads_as_an_entry_with_placeholders_only() -> None:
-    from generator.load import load_yaml
-    from generator.scaffold import scaffold_text
+    from generator.core.load import load_yaml
+    from generator.surfaces.scaffold import scaffold_text
 
     data = load_yaml(scaffold_text([], "schema.json").encode()).data
     assert data["related"] == [] and data["versions"] == [] and data["fix"]["code"][0]["stack"] == "pytorch"
@@ -188,7 +188,7 @@ def test_scaffold_loads_as_an_entry_with_placeholders_only() -> None:
 
 
 def test_committed_schema_matches_the_models() -> None:
-    from generator.schema import entry_json_schema
+    from generator.core.schema import entry_json_schema
 
     committed = json.loads((REPO / "schema/entry.json").read_text())
     assert committed == entry_json_schema(), "schema/entry.json is stale: run .venv/bin/failpedia schema > schema/entry.json"
@@ -209,7 +209,7 @@ GUIDE_END = "<!-- END FIELD GUIDE -->"
 
 
 def test_contributing_field_guide_matches_the_schema() -> None:
-    from generator.scaffold import GUIDE_MODELS, field_guide
+    from generator.surfaces.scaffold import GUIDE_MODELS, field_guide
 
     path = REPO / "CONTRIBUTING.md"
     text = path.read_text()
@@ -271,7 +271,7 @@ def test_pre_commit_checks_changed_entries() -> None:
     assert hook["language"] == "system" and "check" in hook["entry"]
     files = re.compile(hook["files"])
     assert files.search("entries/memory/cuda-out-of-memory.yaml") and files.search("entries/tags.yaml")
-    assert not files.search("generator/cli.py")
+    assert not files.search("generator/surfaces/cli.py")
     make = (REPO / "Makefile").read_text()
     assert hook["entry"].startswith("make") and re.search(r"^check: .*\n\t\$\(PY\) -m generator check$", make, re.M)
 

@@ -1,4 +1,4 @@
-"""The compiled metric reader (generator/_scan.c) against the definition it speeds up:
+"""The compiled metric reader (generator/core/_scan.c) against the definition it speeds up:
 `metrics.read` line by line, and the matcher's Python path (`Matcher._metric`, `_numeric`)
 fingerprint by fingerprint, on generated lines and on every real log the tests hold."""
 
@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import generator.diagnose as diagnose
-from generator import metrics
-from generator.build import load_catalog
-from generator.diagnose import Matcher, matcher_spec
-from generator.metrics import NOT_AFTER, QUANTITIES, UNITS, read, read_piece
-from generator.pages import fingerprint_data
+import generator.diagnosis.matcher as diagnose
+from generator.core import metrics
+from generator.site.build import load_catalog
+from generator.diagnosis.matcher import Matcher, matcher_spec
+from generator.core.metrics import NOT_AFTER, QUANTITIES, UNITS, read, read_piece
+from generator.site.pages import fingerprint_data
 
 REPO = Path(__file__).resolve().parent.parent
 

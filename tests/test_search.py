@@ -67,7 +67,7 @@ def entries(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def catalog(entries: Path):
-    from generator.build import load_catalog
+    from generator.site.build import load_catalog
 
     return load_catalog(entries)
 
@@ -95,13 +95,13 @@ def _slugs(run_cli, entries: Path, *query: str) -> list[str]:
     ],
 )
 def test_identifier_rules(token: str, expected: bool) -> None:
-    from generator.search import is_identifier
+    from generator.search.query import is_identifier
 
     assert is_identifier(token) is expected
 
 
 def test_identifiers_are_found_whole_and_by_their_shorter_runs() -> None:
-    from generator.search import identifier_variants, identifiers
+    from generator.search.query import identifier_variants, identifiers
 
     text = "raise torch.cuda.OutOfMemoryError: (NCCL_BUFFSIZE=4194304), exit code -9, c10::DistBackendError."
     assert identifiers(text) == ["torch.cuda.OutOfMemoryError", "NCCL_BUFFSIZE=4194304", "-9", "c10::DistBackendError"]
@@ -205,7 +205,7 @@ def test_usage_errors_and_broken_entries(run_cli, entries: Path) -> None:
 
 
 def test_word_forms_stem_together_and_one_typo_is_forgiven() -> None:
-    from generator.search import edit1, stem
+    from generator.search.query import edit1, stem
 
     assert stem("hang") == stem("hangs") == stem("hanging") == "hang"
     assert stem("explode") == stem("exploding") == stem("explodes") == "explod"
@@ -332,8 +332,8 @@ def test_the_site_carries_the_index_search_js_reads(site: Path) -> None:
 def test_every_fingerprint_is_in_a_shard_its_lines_load(tmp_path: Path) -> None:
     """search.js loads any.json and the shard of each word of the pasted text: the shards must
     hold every fingerprint for every line it matches (its examples stand for those lines)."""
-    from generator.build import load_catalog
-    from generator.searchindex import search_files, shard_of
+    from generator.site.build import load_catalog
+    from generator.search.files import search_files, shard_of
 
     files = _files()
     base = [
@@ -379,16 +379,16 @@ def test_the_index_made_in_workers_is_the_one_made_in_one_process() -> None:
     import subprocess
     import sys
 
-    from generator.parallel import worker_count
+    from generator.core.parallel import worker_count
 
     if worker_count() < 2:
         pytest.skip("one core: run_parallel runs a plain loop")
     script = """
 import dataclasses, os, sys
 from pathlib import Path
-from generator.build import load_catalog
-from generator.catalog import Memo
-from generator.searchindex import search_files
+from generator.site.build import load_catalog
+from generator.core.catalog import Memo
+from generator.search.files import search_files
 catalog = load_catalog(Path(sys.argv[1]))
 assert len(catalog.records) >= 64  # enough for run_parallel to fork
 pids = catalog.derived_each("pids", {s: s for s in catalog.records}, lambda _: os.getpid(), jobs=2)

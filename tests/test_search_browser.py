@@ -69,8 +69,8 @@ def tab(browser, site_url: str) -> Iterator[Page]:
 
 @pytest.fixture(scope="module")
 def engine():
-    from generator.build import load_catalog
-    from generator.search import SearchIndex
+    from generator.site.build import load_catalog
+    from generator.search.query import SearchIndex
 
     catalog = load_catalog(REPO / "entries")
     return catalog, SearchIndex.build(catalog)
@@ -219,7 +219,7 @@ def test_without_javascript_the_tag_pages_are_the_search(browser, site_url: str)
 def _parity_queries(catalog) -> list[str]:
     """The query set, and what else people type: every entry's title, a tag or two, a tag with
     a word, identifiers, and a fingerprint example line of every entry that has one."""
-    from generator.search import identifiers
+    from generator.search.query import identifiers
 
     out = [x.q for x in labelled_queries()]
     for rec in catalog.records.values():
@@ -235,8 +235,8 @@ def test_the_browser_ranks_every_query_like_failpedia_search(browser, site_url: 
     """Parity: one index, two engines, the same order. All queries run in one page evaluation:
     each is put in the URL (as a link or the back button does) and read back, in the page, when
     its results show (a round trip per query would cost most of the test's time)."""
-    from generator.problems import FailpediaError
-    from generator.search import parse_query, search
+    from generator.core.problems import FailpediaError
+    from generator.search.query import parse_query, search
 
     catalog, index = engine
     queries = _parity_queries(catalog)

@@ -14,8 +14,8 @@ from searchqueries import FLOOR, ISSUE_21, SOURCES, SPLITS, accuracy_table, labe
 
 @pytest.fixture(scope="module")
 def engine():
-    from generator.build import load_catalog
-    from generator.search import SearchIndex
+    from generator.site.build import load_catalog
+    from generator.search.query import SearchIndex
 
     catalog = load_catalog(REPO / "entries")
     return catalog, SearchIndex.build(catalog)
@@ -35,7 +35,7 @@ def test_the_query_set_is_well_formed(engine) -> None:
 
 
 def test_first_result_accuracy_in_the_terminal(engine) -> None:
-    from generator.search import parse_query, search
+    from generator.search.query import parse_query, search
 
     catalog, index = engine
     queries = labelled_queries()

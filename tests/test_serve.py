@@ -221,8 +221,8 @@ def test_serve_rebuilds_reloads_and_reports_errors(project: Path) -> None:
 
 
 def test_serve_before_the_first_good_build(project: Path) -> None:
-    from generator.config import Config
-    from generator.serve import DevServer
+    from generator.core.config import Config
+    from generator.surfaces.serve import DevServer
 
     entry = project / "entries/memory/gpu-oom.yaml"
     entry.write_text("title: [\n")
@@ -256,9 +256,9 @@ def test_serve_rejects_a_bad_port(run_cli, project: Path) -> None:
 
 
 def test_port_in_use_message(project: Path) -> None:
-    from generator.config import Config
-    from generator.problems import FailpediaError
-    from generator.serve import DevServer
+    from generator.core.config import Config
+    from generator.core.problems import FailpediaError
+    from generator.surfaces.serve import DevServer
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -271,8 +271,8 @@ def test_port_in_use_message(project: Path) -> None:
 def test_browser_reloads_and_shows_the_error_overlay(browser: Any, project: Path) -> None:
     from playwright.sync_api import expect
 
-    from generator.config import Config
-    from generator.serve import DevServer
+    from generator.core.config import Config
+    from generator.surfaces.serve import DevServer
 
     entry = project / "entries/memory/gpu-oom.yaml"
     server = DevServer(project / "entries", project / "site", Config(), "127.0.0.1", 0, lambda _: None, project / "templates")
@@ -328,8 +328,8 @@ def test_browser_reloads_and_shows_the_error_overlay(browser: Any, project: Path
 def test_only_entry_and_template_changes_trigger_a_rebuild(project: Path) -> None:
     from watchfiles import Change
 
-    from generator.config import Config
-    from generator.serve import DevServer
+    from generator.core.config import Config
+    from generator.surfaces.serve import DevServer
 
     server = DevServer(project / "entries", project / "site", Config(), "127.0.0.1", 0, print, project / "templates")
     try:
@@ -352,8 +352,8 @@ def test_only_entry_and_template_changes_trigger_a_rebuild(project: Path) -> Non
 def test_the_search_index_follows_each_edit(project: Path, tmp_path: Path) -> None:
     """The first build writes the search index with the site; after an edit the new entry is
     served at once and the index that finds it follows in the background."""
-    from generator.build import load_catalog
-    from generator.search import SearchIndex, parse_query, search
+    from generator.site.build import load_catalog
+    from generator.search.query import SearchIndex, parse_query, search
 
     site = project / ".cache/serve/site"
     server = Serve(project, "--port", "0", "--templates", "templates").started()
@@ -380,8 +380,8 @@ def test_the_search_index_follows_each_edit(project: Path, tmp_path: Path) -> No
 
 
 def test_a_template_error_is_reported_at_its_line_and_the_last_good_site_stays(project: Path, tmp_path: Path) -> None:
-    from generator.config import Config
-    from generator.serve import Builder
+    from generator.core.config import Config
+    from generator.surfaces.serve import Builder
 
     builder = Builder(project / "entries", project / "site", Config(base_url="http://127.0.0.1/"), project / "templates")
     try:
@@ -392,7 +392,7 @@ def test_a_template_error_is_reported_at_its_line_and_the_last_good_site_stays(p
         state = builder.rebuild()
         assert not state.ok and len(state.problems) == 1
         assert str(state.problems[0]).startswith(
-            f"{tag}:6:1: error: template error: 'generator.schema.Tag object' has no attribute 'descriptio' (rendering tags/")
+            f"{tag}:6:1: error: template error: 'generator.core.schema.Tag object' has no attribute 'descriptio' (rendering tags/")
         assert (project / "site/tags/oom/index.html").read_bytes() == good
     finally:
         builder.stop()

@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from conftest import sample_files, valid_entry, write_tree
-from generator.build import build, load_catalog
-from generator.config import Config
-from generator.verify import Options, check_snippets, normalize_requirement, update_record, verify_entries
+from generator.site.build import build, load_catalog
+from generator.core.config import Config
+from generator.surfaces.verify import Options, check_snippets, normalize_requirement, update_record, verify_entries
 
 FIXTURE_PKG = '''\
 """A stand-in for a framework: a config class that checks its arguments, and a failure."""
@@ -112,7 +112,7 @@ def test_a_reproduction_that_shows_its_fingerprint_is_recorded(tmp_path: Path, o
 
 
 def test_environments_share_the_files_of_a_distribution_they_both_hold(tmp_path: Path, options: Options) -> None:
-    from generator.verify import ensure_venv
+    from generator.surfaces.verify import ensure_venv
 
     one = ensure_venv([PACKAGE], options)
     two = ensure_venv([PACKAGE, "failpedia-fixture!=1.0"], options)  # another package set: another environment
@@ -337,8 +337,8 @@ def test_a_records_key_names_what_was_run_not_the_schemas_defaults() -> None:
     """A verify record names an entry's reproduce section and the fingerprints it must match; a
     field the schema gains with a default (as `metric`, `of`, `falls_to`, `nonfinite` were) must not
     make every record stale, while a real change to what is matched does."""
-    from generator.schema import Entry, Fingerprint
-    from generator.validate import reproduce_key
+    from generator.core.schema import Entry, Fingerprint
+    from generator.core.validate import reproduce_key
 
     class Grown(Fingerprint):  # the schema a release later, with one more field
         hypothetical: int | None = None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from browser import *  # noqa: F403
 from conftest import sample_files, valid_entry, write_tree
-from generator import markdown as md
+from generator.site import markdown as md
 
 TITLES = {"gpu-oom": "GPU OOM", "nccl-hang": "NCCL hang"}
 
@@ -64,7 +64,7 @@ def test_from_file_links_open_the_folders_index(browser, real_site: Path) -> Non
 def test_brackets_in_code_and_in_quoted_errors_are_not_links(tmp_path: Path) -> None:
     # Docker says "capabilities: [[gpu]]"; a tokenizer example writes input_ids=[[1, 5, 130]]; a
     # fingerprint example quotes the error as printed. None of them is a [[slug]].
-    from generator.build import load_catalog
+    from generator.site.build import load_catalog
 
     files = sample_files()
     files["memory/gpu-oom.yaml"] = valid_entry(

@@ -1,0 +1,20 @@
+"""The cross-reference syntax of an entry's prose: `[[slug]]` links and bare slug-shaped words,
+looked for outside code. Validation reads an entry's links with it; the site's markdown renders them."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MENTION_RE", "XREF_RE", "without_code"]
+
+_CODE_RE = re.compile(r"^(```|~~~).*?^\1|(`+)[^`].*?\2", re.S | re.M)  # fenced blocks and inline code spans
+
+
+def without_code(text: str) -> str:
+    """Markdown with its code blanked out: what `[[slug]]` and bare slugs are looked for in (code
+    shows text as written — `capabilities: [[gpu]]` in Docker's message is no link)."""
+    return _CODE_RE.sub(lambda m: " " * len(m.group(0)), text)
+
+
+XREF_RE = re.compile(r"\[\[([a-z0-9]+(?:-[a-z0-9]+)*)\]\]")  # [[slug]]: a link to that entry, with its title
+MENTION_RE = re.compile(r"(?<![\w/.-])[a-z0-9]+(?:-[a-z0-9]+)+(?![\w/-]|\.\w)")  # a bare slug-shaped word

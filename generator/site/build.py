@@ -1,0 +1,327 @@
+"""The pipeline: read → catalog (load + validate + cross-entry) → pages → render → write.
+
+`build()` reads like the house: each stage is a function in its own module, data flows one way.
+The build cache (cache.py) and the worker pool (parallel.py) only decide what can be skipped or
+spread over the cores; the output is the same byte for byte.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import pickle
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .cache import BuildCache, code_version, digest, input_stamp
+from ..core.config import TEMPLATES, Config, require_templates
+from .gitdates import date_key, git_dates, git_head
+from ..core.parallel import run_parallel
+from ..core.problems import BuildFailed, FailpediaError
+from .write import SiteWriter, write_file
+
+if TYPE_CHECKING:
+    from ..core.catalog import Catalog, ParseResult
+    from .pages import Page
+    from ..core.read import FileSig, Source
+    from .render import Renderer
+
+# The stages (pydantic, jinja2, markdown-it, Pygments: ~0.4 s of imports) load only once a
+# build has work to do, so a no-op rebuild answers before importing them.
+
+__all__ = ["BuildResult", "build", "load_catalog", "page_keys", "parse_one", "rare_collections", "render_pages"]
+
+DEFAULT_CACHE = Path(".cache") / "build"  # what the CLI uses unless --no-cache or --cache-dir
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    out: Path
+    pages: int  # HTML pages
+    files: int  # every file in the site
+    warnings: int  # how many ('failpedia check' lists them)
+    rendered: int = 0  # files rendered in this build
+    reused: int = 0  # files kept from the previous site (their inputs did not change)
+    unchanged: bool = False  # nothing changed: the site was left as it was
+    entries: int = 0  # entry pages (what a search index must hold)
+
+
+def load_catalog(entries: Path) -> Catalog:
+    """Read and validate every entry; raises BuildFailed with every problem."""
+    from ..core.catalog import build_catalog
+    from ..core.read import read_source
+
+    return build_catalog(read_source(entries))
+
+
+def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: int | None) -> dict[str, ParseResult]:
+    """Every entry file's parse result: from the cache when its bytes (hash) are known, else
+    parsed (in parallel when there are many)."""
+    from ..core.read import read_entry
+
+    results: dict[str, ParseResult] = {}
+    misses = []
+    for path, category, slug, raw in source.entries:
+        key = hashes[path]
+        hit = cache.get(key)
+        if hit is not None:
+            head, blob = hit
+            again = raw if raw is not None else partial(read_entry, source, category, slug)
+            results[path] = (replace(head, entry=partial(_blob, blob, again, path, key)), [])  # read when a page needs it
+        else:
+            misses.append((path, raw if raw is not None else read_entry(source, category, slug), key))
+    parsed = run_parallel(partial(parse_one, kept=cache.enabled), [(p, raw) for p, raw, _ in misses], jobs=jobs, min_items=64)
+    for (path, _raw, key), result in zip(misses, parsed):
+        results[path] = result
+        done = result[0]
+        if done is not None and cache.enabled and isinstance(done.entry, bytes):
+            cache.put(key, replace(done, entry=b""), done.entry)  # the head; get() puts the blob back
+    return results
+
+
+def _blob(cached: Callable[[], bytes], raw: bytes | Callable[[], bytes], path: str, key: str) -> bytes:
+    """An entry's pickled model from the cache, or (the cache file lost or altered since the
+    build started) from parsing the file again: its bytes, or (a file the build did not read,
+    since it had not changed) the file read now."""
+    try:
+        return cached()
+    except FailpediaError:
+        if callable(raw):
+            raw = raw()
+            if digest(raw) != key:
+                raise FailpediaError(f"{path} changed during the build; build again") from None
+        parsed, _ = parse_one((path, raw), kept=True)
+        if parsed is None or not isinstance(parsed.entry, bytes):  # its bytes passed before: cannot happen
+            raise FailpediaError(f"{path}: the build cache disagrees with the file; build again with --no-cache") from None
+        return parsed.entry
+
+
+SETTLED_NS = 2_000_000_000  # a file changed this shortly before the build read it may change again unseen
+
+
+def _file_records(source: Source, hashes: dict[str, str], cache: BuildCache, started: int) -> dict[str, tuple[FileSig, str]]:
+    """What the next build may skip reading: each entry file's signature and digest. A file read
+    within SETTLED_NS of its last change is left out (read again next time): a second write in
+    the same tick of the file system's clock, of the same size, would keep its signature."""
+    records = {}
+    for path, _category, _slug, raw in source.entries:
+        if raw is None:
+            records[path] = cache.files[path]
+        elif (sig := source.signatures.get(path)) is not None and max(sig[1], sig[2]) < started - SETTLED_NS:
+            records[path] = (sig, hashes[path])
+    return records
+
+
+def parse_one(item: tuple[str, bytes], kept: bool) -> ParseResult:
+    """Parse in a worker; only the positions later stages use travel back (a tenth of the pickle).
+    For the build cache (`kept`), the entry travels with its page's HTML fragments, which the
+    cache keeps: a later build that re-renders the page for another reason (a template edit)
+    needs no markdown. A cold build renders them with the page instead (less to hold)."""
+    from ..core.validate import parse_entry
+
+    path, raw = item
+    parsed, problems = parse_entry(raw, path)
+    if parsed is None:
+        return None, problems
+    if kept:
+        from ..core.catalog import Stored
+        from .pages import entry_fragments
+
+        from ..core.schema import Entry
+
+        assert isinstance(parsed.entry, Entry)  # parse_entry returns the model itself
+        stored = Stored(parsed.entry, entry_fragments(parsed.entry))
+        parsed = replace(parsed, entry=pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL))
+    return parsed.slim(), problems
+
+
+def _page_key(page: Page, salt: str, templates: Renderer, entry_keys: dict[str, str], card_keys: dict[str, str]) -> str:
+    """Everything a page's output depends on: the site-wide salt, the page itself (its path, the
+    templates it is made with and the context planned for it), the content (and date) of every
+    entry whose data it shows, and the card fields of every entry it lists, in the order it shows
+    them. The key maps hold "slug=digest" for every entry."""
+    return digest(
+        salt, page.path, templates.template_key(page.template) if page.template else "", repr(page.context),
+        "\0".join(map(entry_keys.__getitem__, page.entries)), "\0".join(map(card_keys.__getitem__, page.cards)), page.extra,
+    )
+
+
+def page_keys(
+    pages: list[Page], source: Source, catalog: Catalog, hashes: dict[str, str], dates: dict[str, str], config: Config, search: bool,
+    templates: Renderer,
+) -> dict[str, str]:
+    """The key of every page that is rendered (a template, or a body made when written): equal
+    keys, equal files. `hashes`: each entry file's digest, by display path."""
+    salt, entry_keys, card_keys = _key_inputs(source, catalog, hashes, dates, config, search)
+    return {p.path: _page_key(p, salt, templates, entry_keys, card_keys) for p in pages if p.template is not None or callable(p.body)}
+
+
+def _key_inputs(
+    source: Source, catalog: Catalog, hashes: dict[str, str], dates: dict[str, str], config: Config, search: bool,
+) -> tuple[str, dict[str, str], dict[str, str]]:
+    """What page keys are made of: the site-wide salt, and each entry's key for the pages that
+    show its content and for the pages that show its card. The salt holds what any page may
+    show: the generator's code, the settings, and the registries' names, aliases and titles. A
+    tag's or category's description is not in it: the pages that show one hold it in their
+    context, which is part of their key (_page_key), so an edit re-renders those pages only."""
+    shape = [(t.name, t.model_dump(exclude={"description"})) for t in catalog.tags.values()]
+    shape += [(c.name, c.model_dump(exclude={"description"})) for c in catalog.categories.values()]
+    salt = digest(code_version(), repr(config), str(search), repr(shape))
+    entry_keys = {
+        slug: f"{slug}={digest(hashes[path], dates.get(date_key(category, slug), ''))}"
+        for path, category, slug, _raw in source.entries
+    }
+    card_keys = {  # what a card shows: an edit elsewhere in an entry leaves the pages listing it alone
+        slug: f"{slug}={digest(rec.head.title, rec.head.summary, chr(0).join(rec.tags), dates.get(date_key(rec.category, slug), ''))}"
+        for slug, rec in catalog.records.items()
+    }
+    return salt, entry_keys, card_keys
+
+
+def _identity(key: str, path: str) -> str:
+    """A page's key plus the identity of the file this build wrote for it (inode, size, mtime):
+    a file replaced since, e.g. by a checkout that commits site/, is rendered again, not trusted."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return key
+    return f"{key}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _unchanged(recorded: str | None, key: str, previous: str) -> bool:
+    return recorded is not None and recorded == _identity(key, previous)
+
+
+def render_pages(renderer: Renderer, todo: list[tuple[Page, str]], jobs: int | None) -> None:
+    """Render each page straight into the place reserved for it (SiteWriter.reserve), in forked
+    workers when there are many and no other thread runs."""
+    global _RENDERER
+    _RENDERER = renderer
+    for name in sorted({p.template for p, _ in todo if p.template}):
+        renderer.load(name)  # compiled once, before the workers fork
+    run_parallel(_render_to, todo, jobs=jobs, min_items=32)
+
+
+def _render_to(item: tuple[Page, str]) -> None:
+    """Render one page straight into its place in the new site (runs in a worker)."""
+    page, target = item
+    write_file(target, _RENDERER.render_bytes(page), page.path)
+
+
+_RENDERER: Renderer  # set before the workers fork, so they inherit it
+
+
+@contextmanager
+def rare_collections() -> Iterator[None]:
+    """A build allocates millions of long-lived objects (heads, models, pages) and makes few
+    reference cycles. At CPython's default (a collection every 700 allocations) the collector
+    scans them over and over: 0.7 of the 0.9 s that unpickling 10,000 cached entries takes.
+    Collect every 100,000 allocations instead, and restore the caller's setting after."""
+    old = gc.get_threshold()
+    gc.set_threshold(100_000, old[1], old[2])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
+def build(
+    entries: Path,
+    out: Path,
+    config: Config,
+    templates: Path = TEMPLATES,
+    search: bool = True,
+    cache_dir: Path | None = None,
+    jobs: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> BuildResult:
+    """The whole pipeline. `search=False` leaves out the search index (search/); `cache_dir=None`
+    is a cold build that neither reads nor writes the cache; `jobs` caps the worker processes;
+    `progress` hears what stage the build is at (the CLI shows it on a terminal)."""
+    with rare_collections():
+        return _build(entries, out, config, templates, search, cache_dir, jobs, progress or (lambda _: None))
+
+
+def _build(
+    entries: Path, out: Path, config: Config, templates: Path, search: bool, cache_dir: Path | None, jobs: int | None,
+    progress: Callable[[str], None],
+) -> BuildResult:
+    require_templates(templates)
+    cache = BuildCache.open(cache_dir)
+    out_abs = out.resolve() if out.exists() else out.absolute()
+    stamp = input_stamp(
+        [entries, templates, Path(__file__).resolve().parent.parent],  # generator/, every package
+        json.dumps([repr(config), search, str(out_abs), git_head(entries)]),
+    )
+    if cache_dir is not None and stamp == cache.stamp and cache.site == str(out_abs) and out_abs.is_dir():
+        html = sum(1 for p in cache.pages if p.endswith(".html"))
+        return BuildResult(out_abs, html, len(cache.pages), 0, rendered=0, unchanged=True, entries=cache.entries)
+
+    from ..core.catalog import build_catalog
+    from .markdown import pygments_css
+    from .pages import plan_pages, search_pages
+    from ..core.read import read_source
+    from .render import Renderer, TemplateCache, static_files
+
+    cache.load_parsed()
+    started = time.time_ns()
+    source = read_source(entries, known=cache.known_files())
+    hashes = {  # each file read is hashed once; one not read has the digest the cache knows it by
+        path: digest(raw) if raw is not None else cache.files[path][1] for path, _category, _slug, raw in source.entries
+    }
+    progress(f"checking {len(source.entries)} entries")
+    parsed = _parse_all(source, hashes, cache, jobs)
+    try:
+        catalog = build_catalog(source, parsed, cache.memo if cache.enabled else None)
+    except BuildFailed:
+        cache.save_parsed(set(hashes.values()))  # the valid files stay known
+        raise
+    dates = git_dates(entries)
+    pages = plan_pages(catalog, config, dates, search) + (search_pages(catalog, jobs) if search else [])
+
+    renderer = Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
+    keys = page_keys(pages, source, catalog, hashes, dates, config, search, renderer) if cache.enabled else {}  # a cold build keeps none
+    # An incremental build updates the site in place.
+    same_site = cache.site == str(out_abs)  # the page keys describe this output folder
+    writer = SiteWriter(out, update=bool(cache.pages) and same_site)
+    kept: dict[str, str] = {}  # pages left in place by an update → their recorded identity
+    rendered = 0
+    try:
+        todo: list[tuple[Page, str]] = []
+        for page in pages:
+            if page.template is None and not callable(page.body):
+                writer.add(page.path, page.body or "")
+                continue
+            key = keys.get(page.path)
+            previous = os.path.join(out_abs, page.path)
+            recorded = cache.pages.get(page.path)
+            if key is not None and same_site and _unchanged(recorded, key, previous) and writer.link(page.path, previous):
+                if writer.update and recorded is not None:  # not None: _unchanged matched it
+                    kept[page.path] = recorded
+                continue
+            todo.append((page, writer.reserve(page.path)))
+        progress(f"rendering {len(todo)} files")
+        render_pages(renderer, todo, jobs)
+        rendered = len(todo)
+        for path, data in static_files(templates):
+            writer.add(path, data)
+        writer.add("static/pygments.css", pygments_css())
+    except BaseException:
+        writer.abort()
+        raise
+    writer.commit()
+    try:
+        if cache.enabled:
+            identities = {path: kept.get(path) or _identity(key, os.path.join(writer.out, path)) for path, key in keys.items()}
+            cache.save(stamp, identities, out_abs, set(hashes.values()), len(catalog.records), _file_records(source, hashes, cache, started))
+    finally:
+        writer.finish()
+    html = sum(p.path.endswith(".html") for p in pages)
+    return BuildResult(writer.out, html, len(writer.written), catalog.warning_count, rendered=rendered, reused=len(keys) - len(todo) if keys else 0,
+                       entries=len(catalog.records))

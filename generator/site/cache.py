@@ -1,0 +1,376 @@
+"""The persistent build cache: what a rebuild can skip.
+
+Six kinds of file are kept under the cache folder (`.cache/` by default, `--cache-dir` to move it,
+`--no-cache` to ignore it):
+
+- `stamp`: the size, times and inode of every input (entries, registries, templates,
+  generator sources, settings). When nothing moved and the site is still the one this cache
+  wrote, a build is a no-op.
+- `parsed-NN.pickle` and `blobs-NN.pickle` (32 shards by digest): validated entries by the
+  SHA-256 of their bytes, so an unchanged file is neither parsed nor validated again (by the same
+  generator code: a shard written by other code is dropped, since its schema may differ). A
+  `parsed` shard holds each entry's `Head` (what other pages need) and is loaded by every
+  rebuild; its `blobs` shard holds the pickled models, each with its entry page's HTML
+  fragments (markdown and highlighted code; catalog.Stored): 281 of the 305 MB at 10,000
+  entries, read only when a page of one of its entries renders. A rebuild rewrites only the
+  shards whose entries changed.
+- `memo-*.pickle`: results derived from the whole corpus that a build would otherwise recompute
+  (similar entries, tag pairs, the fingerprint list of api/fingerprints.json, the per-entry items
+  of the site-wide JSON files), each stored with the digest of its inputs (see catalog.Memo),
+  one file per result (MemoFiles).
+- `templates-*.bin`: the templates compiled to Python bytecode (render.TemplateCache); Jinja
+  checks each against its template's source and its own version.
+- `files.pickle`: each entry file's size, times and inode when last read, with the digest of its
+  bytes: a file whose signature is unchanged is not read again (git's index works the same way).
+- `pages.json`: for every page of the last site, the key of its inputs. A page whose key is
+  unchanged is not rendered: its previous file stays (an in-place update) or is hard-linked into
+  the new site (a fresh tree).
+
+The cache is an optimisation only: a test proves an incremental build equals a cold one byte for
+byte after each kind of change. It is local state written by this tool, never by contributors: a
+pull request can add files under `.cache/`, so every file carries an HMAC made with a key kept
+outside every checkout (`~/.cache/failpedia/cache-key`), and an unsigned or altered file is
+ignored. Unpickling a planted parsed shard would run its code; trusting planted page keys would
+publish planted pages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import pickle
+import re
+import secrets
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from dataclasses import dataclass, field
+from functools import lru_cache, partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.problems import FailpediaError, SetupError
+
+if TYPE_CHECKING:
+    from ..core.read import FileSig
+
+__all__ = ["BuildCache", "code_version", "digest", "input_stamp"]
+
+FORMAT = 5  # bump when the cached shapes change
+SHARDS = 32  # parsed-entry files; one changed entry rewrites one of them
+_GENERATOR = Path(__file__).resolve().parent.parent  # all of generator/, every package
+
+
+def digest(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8") if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def _files(root: Path) -> Iterable[Path]:
+    return map(Path, _file_names(str(root)))
+
+
+def _file_names(root: str) -> Iterable[str]:
+    """Every file under `root` (or `root` itself), in a stable order, as plain strings: at
+    10,000 entries, making Path objects took longer than the stat calls."""
+    if os.path.isfile(root):
+        yield root
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
+        for name in sorted(filenames):
+            yield os.path.join(dirpath, name)
+
+
+def input_stamp(paths: Iterable[Path], extra: str) -> str:
+    """Size, times and inode of every file under `paths`, plus `extra` (settings, flags). The
+    ctime too: a copy that keeps the size and restores the mtime (cp -p, rsync -t) changes it."""
+    parts = [extra]
+    for root in paths:
+        for p in _file_names(str(root)):
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            parts.append(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}")
+    return digest(*parts)
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """The cache format and the generator's code: parsed entries and derived indexes made by
+    other code (a schema rule added, a ranking changed) are not reused."""
+    parts: list[bytes | str] = [str(FORMAT)]
+    for p in _files(_GENERATOR):
+        if p.suffix == ".py":
+            parts += [p.relative_to(_GENERATOR).as_posix(), p.read_bytes()]
+    return digest(*parts)
+
+
+def _secret() -> bytes | None:
+    """The signing key, from the user's cache folder (made on first use); None when unavailable."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "failpedia"
+    path = base / "cache-key"
+    try:
+        if not path.exists():
+            base.mkdir(parents=True, exist_ok=True)
+            tmp = base / f"cache-key.{os.getpid()}.{secrets.token_hex(4)}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(32))
+            try:
+                os.link(tmp, path)  # atomic: a build racing this one keeps the first key
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(tmp)
+        key = path.read_bytes()
+    except (OSError, RuntimeError):
+        return None
+    return key if len(key) == 32 else None
+
+
+def _shard_of(key: str) -> int:
+    return int(key[:4], 16) % SHARDS
+
+
+def _mac(key: bytes, data: bytes) -> bytes:
+    return hmac.new(key, data, hashlib.sha256).digest()
+
+
+def _read_signed(path: Path, key: bytes) -> bytes | None:
+    """The payload of a file this tool signed, or None (missing, unsigned or altered)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    mac, payload = data[:32], data[32:]
+    return payload if hmac.compare_digest(mac, _mac(key, payload)) else None
+
+
+def _write_signed(path: Path, key: bytes, payload: bytes) -> bytes:
+    """Write `payload` with its MAC in front; returns the MAC. The temporary name is the writer's
+    own: render workers compiling the same template write the same file at once."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    mac = _mac(key, payload)
+    try:
+        tmp.write_bytes(mac + payload)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return mac
+
+
+def _mac_of(path: Path) -> bytes | None:
+    """The MAC a signed file starts with (its payload is checked when it is read)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(32)
+    except OSError:
+        return None
+
+
+def _unpickle(payload: bytes | None) -> Any:
+    """A payload this tool signed (or None): a file from another version may not load."""
+    try:
+        return pickle.loads(payload) if payload is not None else None
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
+        return None
+
+
+class MemoFiles(MutableMapping[str, Any]):
+    """catalog.Memo's store: one signed file per name (`memo-<name>.pickle`), read when a build
+    first asks for that name and written only when it was set. At 10,000 entries the memo files
+    hold 32 MB; a summary edit rewrites the two item maps (9 MB each), not the 12 MB fingerprint
+    list."""
+
+    def __init__(self, folder: Path, key: bytes) -> None:
+        self.folder, self.key = folder, key
+        self._values: dict[str, Any] = {}
+        self._missing: set[str] = set()
+        self._dirty: set[str] = set()
+
+    def _path(self, name: str) -> Path:
+        return self.folder / f"memo-{re.sub(r'[^a-z0-9]+', '-', name.lower())}-{hashlib.sha256(name.encode()).hexdigest()[:8]}.pickle"
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._values:
+            if name in self._missing:
+                raise KeyError(name)
+            data = _unpickle(_read_signed(self._path(name), self.key))
+            if not (isinstance(data, dict) and data.get("format") == code_version() and data.get("name") == name):
+                self._missing.add(name)
+                raise KeyError(name)
+            self._values[name] = data["value"]
+        return self._values[name]
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self._values[name] = value
+        self._missing.discard(name)
+        self._dirty.add(name)
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("memo entries are replaced, not deleted")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def save(self) -> None:
+        for name in sorted(self._dirty):
+            data = {"format": code_version(), "name": name, "value": self._values[name]}
+            _write_signed(self._path(name), self.key, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
+        self._dirty.clear()
+
+
+@dataclass
+class BuildCache:
+    folder: Path | None  # None: disabled
+    key: bytes = field(default=b"", repr=False)  # signs and checks the cache files
+    stamp: str = ""
+    parsed: dict[str, Any] = field(default_factory=dict)  # digest → head part of the parse result
+    pages: dict[str, str] = field(default_factory=dict)
+    site: str = ""  # the output folder the page keys describe
+    entries: int = 0  # entry pages of that site
+    memo: MutableMapping[str, Any] = field(default_factory=dict)  # corpus-wide results by name, see catalog.Memo
+    files: dict[str, tuple[FileSig, str]] = field(default_factory=dict)  # entry file → (its signature, digest)
+    _dirty: set[int] = field(default_factory=set)  # parsed shards to write
+    _fresh: dict[str, bytes] = field(default_factory=dict, repr=False)  # blobs parsed in this build
+    _blobs: dict[int, dict[str, bytes]] = field(default_factory=dict, repr=False)  # blob shards read so far
+
+    @classmethod
+    def open(cls, folder: Path | None) -> "BuildCache":
+        key = _secret() if folder is not None else None
+        if folder is None or key is None:
+            return cls(None)  # no key, no cache: every build is cold
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            why = "it is not a folder" if folder.exists() and not folder.is_dir() else e.strerror
+            raise SetupError(f"cannot keep the build cache in {folder}: {why}; pass --cache-dir DIR, or --no-cache") from None
+        cache = cls(folder, key)
+        try:
+            payload = _read_signed(folder / "pages.json", key)
+            meta = json.loads(payload.decode("utf-8")) if payload is not None else {}
+            if meta.get("format") == FORMAT:
+                cache.stamp, cache.pages, cache.site, cache.entries = meta["stamp"], meta["pages"], meta["site"], meta["entries"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        return cache
+
+    def load_parsed(self) -> None:
+        """Load the parsed-entry heads and the memo (only when a build has work to do). The
+        entries' pickles stay on disk until `blob` asks for one."""
+        if self.folder is None or self.parsed:
+            return
+        files = _unpickle(self.read_file("files.pickle"))
+        if isinstance(files, dict) and files.get("format") == FORMAT and isinstance(files.get("files"), dict):
+            self.files = files["files"]
+        self.memo = MemoFiles(self.folder, self.key)
+        for shard in range(SHARDS):
+            data = _unpickle(_read_signed(self._shard_path(shard, "parsed"), self.key))
+            if (
+                isinstance(data, dict) and data.get("format") == code_version() and isinstance(data.get("entries"), dict)
+                and data.get("blobs") == _mac_of(self._shard_path(shard, "blobs"))  # written with these heads
+            ):
+                self.parsed.update(data["entries"])
+            else:
+                self._dirty.add(shard)  # missing or stale: written again on save
+
+    @property
+    def enabled(self) -> bool:
+        """False for a cold build (`--no-cache`, or no place to keep a cache)."""
+        return self.folder is not None
+
+    def known_files(self) -> dict[str, FileSig]:
+        """Entry file → its signature when last read, for the files whose parse is cached: one
+        still the same need not be read (read_source)."""
+        return {path: sig for path, (sig, key) in self.files.items() if key in self.parsed}
+
+    def get(self, key: str) -> tuple[Any, Callable[[], bytes]] | None:
+        """The cached head part of an entry's parse result, and a callable that reads its blob."""
+        meta = self.parsed.get(key)
+        return None if meta is None else (meta, partial(self.blob, key))
+
+    def blob(self, key: str) -> bytes:
+        if key in self._fresh:
+            return self._fresh[key]
+        shard = _shard_of(key)
+        if shard not in self._blobs:
+            data = _unpickle(_read_signed(self._shard_path(shard, "blobs"), self.key))
+            ok = isinstance(data, dict) and data.get("format") == code_version() and isinstance(data.get("blobs"), dict)
+            self._blobs[shard] = data["blobs"] if ok else {}
+        try:
+            return self._blobs[shard][key]
+        except KeyError:
+            raise FailpediaError(f"the build cache in {self.folder} changed during the build; build again") from None
+
+    def put(self, key: str, meta: Any, blob: bytes) -> None:
+        self.parsed[key] = meta
+        self._fresh[key] = blob
+        self._dirty.add(_shard_of(key))
+
+    def save_parsed(self, keep: set[str]) -> None:
+        """Write the shards that changed; `keep`: digests of the entries present."""
+        if self.folder is None:
+            return
+        gone = set(self.parsed) - keep
+        for key in gone:
+            del self.parsed[key]
+            self._dirty.add(_shard_of(key))
+        if not self._dirty:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        shards: dict[int, list[str]] = {s: [] for s in self._dirty}
+        for key in self.parsed:
+            if (s := _shard_of(key)) in shards:
+                shards[s].append(key)
+        for s, keys in sorted(shards.items()):
+            blobs = {}
+            for key in keys:
+                try:
+                    blobs[key] = self.blob(key)
+                except FailpediaError:  # its old shard is gone or altered: parsed again next time
+                    del self.parsed[key]
+            blob_data = pickle.dumps({"format": code_version(), "blobs": blobs}, protocol=pickle.HIGHEST_PROTOCOL)
+            mac = _write_signed(self._shard_path(s, "blobs"), self.key, blob_data)  # first: the heads name it
+            entries = {key: self.parsed[key] for key in blobs}
+            data = pickle.dumps({"format": code_version(), "blobs": mac, "entries": entries}, protocol=pickle.HIGHEST_PROTOCOL)
+            _write_signed(self._shard_path(s, "parsed"), self.key, data)
+            self._blobs[s] = blobs
+        self._dirty.clear()
+
+    def read_file(self, name: str) -> bytes | None:
+        """A file of this cache, or None (cache off, or the file missing, unsigned or altered)."""
+        return None if self.folder is None else _read_signed(self.folder / name, self.key)
+
+    def write_file(self, name: str, payload: bytes) -> None:
+        if self.folder is not None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            _write_signed(self.folder / name, self.key, payload)
+
+    def _shard_path(self, shard: int, kind: str) -> Path:
+        assert self.folder is not None
+        return self.folder / f"{kind}-{shard:02d}.pickle"
+
+    def save(self, stamp: str, pages: dict[str, str], site: Path, keep: set[str], entries: int,
+             files: dict[str, tuple[FileSig, str]] | None = None) -> None:
+        """Write the new state; `keep` are the digests of the entries still present, `files` the
+        entry files a next build may skip reading (see `known_files`)."""
+        if self.folder is None:
+            return
+        self.save_parsed(keep)
+        if files is not None and files != self.files:
+            self.write_file("files.pickle", pickle.dumps({"format": FORMAT, "files": files}, protocol=pickle.HIGHEST_PROTOCOL))
+            self.files = files
+        if isinstance(self.memo, MemoFiles):
+            self.memo.save()
+        meta = {"format": FORMAT, "stamp": stamp, "site": str(site), "pages": pages, "entries": entries}
+        _write_signed(self.folder / "pages.json", self.key, json.dumps(meta, sort_keys=True).encode("utf-8"))

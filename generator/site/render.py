@@ -1,0 +1,152 @@
+"""Render: pages → file contents (strings). Jinja2 with autoescape and strict undefined names."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+
+from jinja2 import (
+    BytecodeCache, Environment, FileSystemLoader, StrictUndefined, TemplateError, TemplateNotFound, TemplateSyntaxError, meta,
+    select_autoescape,
+)
+from jinja2.bccache import Bucket
+from markupsafe import Markup, escape
+
+from .cache import BuildCache, digest
+from ..core.config import TEMPLATES, Config
+from .pages import Page
+from ..core.problems import BuildFailed, Problem
+from ..core.schema import STACK_NAMES
+
+__all__ = ["TEMPLATES", "Renderer", "TemplateCache"]
+
+
+class TemplateCache(BytecodeCache):
+    """Compiled templates kept in the build cache, so that a rebuild does not compile them again.
+    Loading bytecode runs it, so these files are signed like the rest of the cache; Jinja drops
+    one compiled from another source or by another Python."""
+
+    def __init__(self, cache: BuildCache) -> None:
+        self.cache = cache
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        data = self.cache.read_file(f"templates-{bucket.key}.bin")
+        if data is not None:
+            bucket.bytecode_from_string(data)
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        self.cache.write_file(f"templates-{bucket.key}.bin", bucket.bytecode_to_string())
+
+
+def breakable(text: str) -> Markup:
+    """Text with a line-break chance after each '_': on a phone, CUBLAS_STATUS_EXECUTION_FAILED
+    wraps at its underscores, not in the middle of a word."""
+    return Markup(str(escape(text)).replace("_", "_<wbr>"))
+
+
+class Renderer:
+    def __init__(self, config: Config, templates: Path = TEMPLATES, compiled: BytecodeCache | None = None) -> None:
+        self.env = Environment(
+            bytecode_cache=compiled,
+            loader=FileSystemLoader(str(templates)),
+            autoescape=select_autoescape(["html", "xml"], default_for_string=True, default=True),
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+        )
+        self.env.globals.update(site=config, stack_names={k.value: v for k, v in STACK_NAMES.items()})
+        self.env.filters["breakable"] = breakable
+        self._keys: dict[str, str] = {}
+
+    def template_key(self, name: str) -> str:
+        """The digest of the templates a page made with `name` depends on: its source and the
+        sources of every template it extends, includes or imports, transitively (read off the
+        parsed template, as Jinja resolves them). A template that names another by a variable
+        depends on every template. An edit to entry.html thus re-renders the entry pages only."""
+        if name not in self._keys:
+            with _reported():
+                self._keys[name] = self._key(name)
+        return self._keys[name]
+
+    def _key(self, name: str) -> str:
+        sources: dict[str, tuple[str, str | None]] = {}  # name → (source, file)
+        todo: list[tuple[str, str | None]] = [(name, None)]  # a template, and the one that names it
+        while todo:
+            current, parent = todo.pop()
+            if current in sources:
+                continue
+            try:
+                sources[current] = self._source(current)
+            except TemplateNotFound:
+                if parent is None:
+                    raise
+                text, path = sources[parent]
+                line = text.count("\n", 0, max(0, text.find(current))) + 1
+                raise BuildFailed([Problem(path or parent, line, 0, f"template error: {_missing(current)}")]) from None
+            referenced = list(meta.find_referenced_templates(self.env.parse(sources[current][0], current, sources[current][1])))
+            if None in referenced:  # a name computed at render time: it may be any file
+                sources = {n: self._source(n) for n in self.env.list_templates()}
+                break
+            todo += [(n, current) for n in referenced if n is not None]
+        return digest(*(part for n in sorted(sources) for part in (n, sources[n][0])))
+
+    def _source(self, name: str) -> tuple[str, str | None]:
+        loader = self.env.loader
+        assert loader is not None  # the Environment is made with a FileSystemLoader
+        source, path, _ = loader.get_source(self.env, name)
+        return source, path
+
+    def load(self, name: str) -> None:
+        """Compile a template now (before the render workers fork, so that each need not)."""
+        with _reported():
+            self.env.get_template(name)
+
+    def render(self, page: Page) -> str:
+        return self.render_bytes(page).decode("utf-8")
+
+    def render_bytes(self, page: Page) -> bytes:
+        """The page's file contents (the site-wide JSON files are assembled as UTF-8 already)."""
+        if page.template is None:
+            body = page.body() if callable(page.body) else page.body or ""
+            return body if isinstance(body, bytes) else body.encode("utf-8")
+        with _reported(page.path):
+            return self.env.get_template(page.template).render(page.full_context()).encode("utf-8")
+
+
+def _missing(name: str) -> str:
+    return f"no template named '{name}' in the templates folder"
+
+
+@contextmanager
+def _reported(page: str | None = None) -> Iterator[None]:
+    """A template's error as a build problem (file, line, what went wrong), not a traceback."""
+    try:
+        yield
+    except TemplateError as e:
+        raise BuildFailed([_template_problem(e, page)]) from None
+
+
+def _template_problem(e: TemplateError, page: str | None = None) -> Problem:
+    """Where a template went wrong. A syntax error names its file and line; an error while
+    rendering (an undefined name, a bad filter argument) is placed at the last template line in
+    its traceback, which Jinja rewrites to point into the template's own source."""
+    rendering = f" (rendering {page})" if page else ""
+    if isinstance(e, TemplateSyntaxError):
+        return Problem(e.filename or e.name or "templates", e.lineno or 0, 0, f"template error: {e.message}{rendering}")
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.endswith(".py")]
+    path, line = (frames[-1].filename, frames[-1].lineno or 0) if frames else ("templates", 0)
+    message = _missing(str(e.name)) if isinstance(e, TemplateNotFound) else e.message or type(e).__name__
+    return Problem(path, line, 0, f"template error: {message}{rendering}")
+
+
+@lru_cache(maxsize=None)
+def static_files(templates: Path = TEMPLATES) -> tuple[tuple[str, bytes], ...]:
+    """The static assets under templates/static, as (site path, bytes)."""
+    root = templates / "static"
+    return tuple(
+        (f"static/{p.relative_to(root).as_posix()}", p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()
+    )

@@ -1,0 +1,228 @@
+"""The dev server's site, kept in memory between changes and patched on each one.
+
+`ResidentSite` holds what its last good build made: every entry file's parse result (by the
+digest of the file's bytes), the catalog's memo (catalog.Memo: similar entries, tag pairs, the
+per-entry items of the site-wide files, each entry's search terms), and the key of every file
+it wrote (build.page_keys). A patch runs the stages `failpedia build` runs (read_source,
+build_catalog, plan_pages, page_keys, the renderer, SiteWriter) with no disk cache: it parses
+only the files whose bytes changed, renders only the pages whose key changed, and moves in only
+the files whose bytes changed, once all of them are rendered. The search index
+(pages.search_pages) is remade apart by `update_index`, which the dev server runs in the
+background (`Debounced`). After every kind of change the site equals what a cold build of the
+same inputs writes, byte for byte (tests/test_resident.py).
+
+Everything kept is replaced, not added to, by each patch: the parse results of files that are
+gone, the keys of pages that are gone and the memo's results for an older catalog go with it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from .build import page_keys, parse_one, rare_collections, render_pages
+from .cache import digest
+from ..core.catalog import Catalog, ParseResult, build_catalog
+from ..core.config import Config
+from .gitdates import git_dates, git_head
+from .markdown import pygments_css
+from .pages import Page, plan_pages, search_pages
+from ..core.parallel import run_parallel
+from ..core.read import FileSig, read_source
+from .render import Renderer, static_files
+from .write import SiteWriter
+
+__all__ = ["Debounced", "Patched", "ResidentSite"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Patched:
+    """What a patch did: the site paths it wrote or removed, and the catalog it built (for the
+    search index)."""
+
+    changed: tuple[str, ...]
+    warnings: int
+    catalog: Catalog
+    full: bool  # a fresh site, its search index included
+
+
+class ResidentSite:
+    def __init__(self, entries: Path, out: Path, config: Config, templates: Path, jobs: int | None = None) -> None:
+        self.entries, self.out, self.config, self.templates, self.jobs = entries, out, config, templates, jobs
+        self._parsed: dict[str, tuple[str, ParseResult]] = {}  # entry file → (digest of its bytes, its parse result)
+        self._sigs: dict[str, FileSig] = {}  # entry files parsed without error → their signature when read
+        self._store: dict[str, Any] = {}  # the catalog's memo
+        self._written: dict[str, str] = {}  # site path → key of its file (page_keys, or the digest of its bytes)
+        self._indexed: dict[str, str] = {}  # the search index's files → the digest of their bytes
+        self._renderer: Renderer | None = None
+        self._dates: tuple[str | None, dict[str, str]] = (None, {})  # (git HEAD, git_dates then)
+        self._publish = threading.Lock()  # a patch and an index update move files in one at a time
+
+    def patch(self, changed: Iterable[str] | None = None) -> Patched:
+        """Bring the site up to date with its inputs. `changed`: the paths the watcher saw change,
+        read again whatever their signature says (None: any file may have changed). Raises
+        BuildFailed, with the site left as it was, where a build would fail."""
+        with rare_collections():
+            return self._patch(None if changed is None else {os.path.realpath(p) for p in changed})
+
+    def _patch(self, changed: set[str] | None) -> Patched:
+        templates = os.path.realpath(self.templates)
+        if self._renderer is None or changed is None or any(p == templates or p.startswith(templates + os.sep) for p in changed):
+            static_files.cache_clear()
+            self._renderer = Renderer(self.config, self.templates)  # its template keys are read afresh
+        renderer = self._renderer
+        entries = os.path.realpath(self.entries)
+        stale = {f"{self.entries}/{os.path.relpath(p, entries)}" for p in changed or ()}  # as read_source names them
+        known = {path: sig for path, sig in self._sigs.items() if changed is not None and path not in stale}
+        source = read_source(self.entries, known=known)
+        hashes = {path: digest(raw) if raw is not None else self._parsed[path][0] for path, _c, _s, raw in source.entries}
+        todo = [(path, raw) for path, _c, _s, raw in source.entries if raw is not None and self._parsed.get(path, ("",))[0] != hashes[path]]
+        # kept: each result holds its entry page's markdown and code as HTML (catalog.Stored), so a
+        # page re-rendered for another entry's edit (a linked title) runs no markdown or Pygments.
+        fresh = dict(zip([path for path, _ in todo], run_parallel(partial(parse_one, kept=True), todo, jobs=self.jobs, min_items=64)))
+        results = {path: fresh[path] if path in fresh else self._parsed[path][1] for path in hashes}
+        self._parsed = {path: (hashes[path], results[path]) for path in hashes}
+        # a file that did not validate is read again each time: its cross-file checks need its bytes
+        self._sigs = {path: source.signatures.get(path) or known[path] for path in hashes
+                      if results[path][0] is not None and (path in source.signatures or path in known)}
+
+        catalog = build_catalog(source, results, self._store)
+        dates = self._git_dates()
+        pages = plan_pages(catalog, self.config, dates, search=True)
+        full = not self._written or not self.out.is_dir()
+        index = {p.path: renderer.render_bytes(p) for p in search_pages(catalog)} if full else {}  # later, update_index
+        keys = page_keys(pages, source, catalog, hashes, dates, self.config, True, renderer)
+        fixed: dict[str, bytes] = {p.path: renderer.render_bytes(p) for p in pages if p.path not in keys}
+        fixed.update(static_files(self.templates))
+        fixed["static/pygments.css"] = pygments_css().encode("utf-8")
+        written = {**keys, **{path: digest(data) for path, data in fixed.items()}}
+        with self._publish:
+            if full:
+                self._write_all(pages, keys, {**fixed, **index}, renderer)
+                self._indexed = {path: digest(data) for path, data in index.items()}
+                done = sorted({*written, *index})
+            else:
+                todo_pages = [p for p in pages if p.path in keys and keys[p.path] != self._written.get(p.path)]
+                items = [(p.path, renderer.render_bytes(p)) for p in todo_pages]
+                items += [(path, data) for path, data in fixed.items() if written[path] != self._written.get(path)]
+                done = self._update(items, sorted(self._written.keys() - written.keys()))
+            self._written = written
+        return Patched(tuple(done), catalog.warning_count, catalog, full)
+
+    def _write_all(self, pages: list[Page], keys: dict[str, str], fixed: dict[str, bytes], renderer: Renderer) -> None:
+        """A fresh site (the first patch, or the folder gone): every file, swapped in at once."""
+        writer = SiteWriter(self.out)
+        try:
+            todo = [(p, writer.reserve(p.path)) for p in pages if p.path in keys]
+            render_pages(renderer, todo, self.jobs)
+            for path, data in fixed.items():
+                writer.add(path, data)
+        except BaseException:
+            writer.abort()
+            raise
+        writer.commit()
+        writer.finish()
+
+    def _update(self, items: list[tuple[str, bytes]], removed: list[str]) -> list[str]:
+        """Stage the files whose bytes differ from the site's, then move them in and delete the
+        `removed` ones; returns the paths that changed."""
+        writer = SiteWriter(self.out, update=True)
+        try:
+            for path, data in items:
+                writer.add(path, data)  # the same bytes as the file there: left alone
+        except BaseException:
+            writer.abort()
+            raise
+        writer.commit(removed)
+        return sorted({*writer.staged, *removed})
+
+    def update_index(self, catalog: Catalog) -> tuple[str, ...]:
+        """Remake the search index's files for a patch's catalog and move in the changed ones;
+        returns their paths."""
+        assert self._renderer is not None  # a patch made the catalog
+        renderer = self._renderer
+        with rare_collections():
+            files = {p.path: renderer.render_bytes(p) for p in search_pages(catalog)}
+            digests = {path: digest(data) for path, data in files.items()}
+        with self._publish:
+            if not self.out.is_dir():
+                return ()
+            done = self._update([(path, data) for path, data in files.items() if digests[path] != self._indexed.get(path)],
+                                sorted(self._indexed.keys() - digests.keys()))
+            self._indexed = digests
+        return tuple(done)
+
+    def _git_dates(self) -> dict[str, str]:
+        """The entries' dates from git, read again only when HEAD moved (they come from commits)."""
+        head = git_head(self.entries)
+        if head != self._dates[0]:
+            self._dates = (head, git_dates(self.entries))
+        return self._dates[1]
+
+
+class Debounced(Generic[T]):
+    """Runs `work` on the latest value asked for, in a thread of its own: once no newer value has
+    come for `quiet` seconds, or `most` seconds after the oldest one still waiting, whichever is
+    sooner. A run is never abandoned for a newer value (that one runs next), so a steady stream
+    of values still has each run finish, and the last value asked for always runs."""
+
+    def __init__(self, work: Callable[[T], None], quiet: float, most: float) -> None:
+        self.work, self.quiet, self.most = work, quiet, most
+        self._cond = threading.Condition()
+        self._value: tuple[T] | None = None  # the value waiting, if any
+        self._first = self._last = 0.0
+        self._stopping = False
+        self._busy = False
+        self._thread: threading.Thread | None = None  # started with the first value: until then, builds may fork
+
+    def ask(self, value: T) -> None:
+        with self._cond:
+            now = time.monotonic()
+            if self._value is None:
+                self._first = now
+            self._value, self._last = (value,), now
+            self._cond.notify_all()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True)
+                self._thread.start()
+
+    def idle(self, timeout: float) -> bool:
+        """Wait until nothing is waiting or running; False if that took longer than `timeout`."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._value is None and not self._busy, timeout)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopping:
+                    if self._value is None:
+                        self._cond.wait()
+                        continue
+                    left = min(self._last + self.quiet, self._first + self.most) - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+                if self._stopping or self._value is None:
+                    return
+                (value,), self._value, self._busy = self._value, None, True
+            try:
+                self.work(value)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
