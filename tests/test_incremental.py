@@ -598,3 +598,48 @@ def test_workers_writing_the_same_cache_file_at_once_do_not_fail(tmp_path) -> No
     assert [p.exitcode for p in procs] == [0, 0, 0, 0]
     assert (_read_signed(tmp_path / "templates-same.bin", b"k" * 32) or b"").startswith(b"payload ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["templates-same.bin"]  # no temporary file left
+
+
+def test_a_field_added_to_the_cards_re_renders_the_listing_pages_when_it_changes(project, monkeypatch) -> None:
+    """A page's key is made of what it looked up, not of a list of fields: a field added to the
+    cards (here the fix's summary) and shown by the card template re-renders every page that lists
+    the entry when only that field changes, with no key code naming it (reads.py)."""
+    from generator.site.reads import Reader
+
+    card = Reader.card
+    monkeypatch.setattr(Reader, "card", lambda self, slug: {**card(self, slug), "fix": self.catalog.records[slug].head.fix_summary})
+    macros = project["templates"] / "_macros.html"
+    macros.write_text(macros.read_text().replace("    <p>{{ c.summary }}</p>\n", '    <p>{{ c.summary }}</p>\n    <p class="fix">{{ c.fix }}</p>\n'))
+
+    def new_fix_summary(p) -> None:
+        path = p["entries"] / "memory/gpu-oom.yaml"
+        data = yaml.safe_load(path.read_text())
+        data["fix"]["summary"] = "Halve the per-device batch size and accumulate gradients to keep the effective batch."
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    redone = _redone(project, new_fix_summary)  # and the site equals a cold build
+    tags = yaml.safe_load((project["entries"] / "memory/gpu-oom.yaml").read_text())["tags"]
+    listings = {"categories/memory/index.html"} | {f"tags/{t}/index.html" for t in tags}
+    assert listings <= redone, sorted(listings - redone)
+    assert all("Halve the per-device batch size" in (project["site"] / page).read_text() for page in listings)
+
+
+def test_a_page_cannot_read_around_its_key(tmp_path) -> None:
+    """`make` and `body` reach the catalog only through the View: a closure, or a catalog among
+    their arguments, is refused when the page is planned."""
+    from functools import partial
+
+    from generator.core.catalog import build_catalog
+    from generator.core.read import read_source
+    from generator.site.pages import Page, _cards
+    from generator.site.reads import Reader
+
+    catalog = build_catalog(read_source(write_tree(tmp_path / "entries", sample_files())))
+    reader = Reader(catalog, {})
+    Page("ok/index.html", "tag.html", make=partial(_cards, ("gpu-oom",)), reader=reader)
+    with pytest.raises(TypeError, match="module-level function"):
+        Page("x/index.html", "tag.html", make=lambda view: {"entries": [catalog.records["gpu-oom"].head.title]}, reader=reader)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not a plain value"):
+        Page("x/index.html", "tag.html", make=partial(_cards, catalog), reader=reader)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="needs the reader"):
+        Page("x/index.html", "tag.html", make=partial(_cards, ("gpu-oom",)))

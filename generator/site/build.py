@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from .cache import BuildCache, code_version, digest, input_stamp
 from ..core.config import TEMPLATES, Config, require_templates
-from .gitdates import date_key, git_dates, git_head
+from .gitdates import git_dates, git_head
 from ..core.parallel import run_parallel
 from ..core.problems import BuildFailed, FailpediaError
 from .write import SiteWriter, write_file
@@ -29,13 +29,14 @@ from .write import SiteWriter, write_file
 if TYPE_CHECKING:
     from ..core.catalog import Catalog, ParseResult
     from .pages import Page
+    from .reads import Read
     from ..core.read import FileSig, Source
     from .render import Renderer
 
 # The stages (pydantic, jinja2, markdown-it, Pygments: ~0.4 s of imports) load only once a
 # build has work to do, so a no-op rebuild answers before importing them.
 
-__all__ = ["BuildResult", "build", "load_catalog", "page_keys", "parse_one", "rare_collections", "render_pages"]
+__all__ = ["BuildResult", "build", "load_catalog", "page_key", "page_plans", "parse_one", "rare_collections", "render_pages"]
 
 DEFAULT_CACHE = Path(".cache") / "build"  # what the CLI uses unless --no-cache or --cache-dir
 
@@ -141,47 +142,25 @@ def parse_one(item: tuple[str, bytes], kept: bool) -> ParseResult:
     return parsed.slim(), problems
 
 
-def _page_key(page: Page, salt: str, templates: Renderer, entry_keys: dict[str, str], card_keys: dict[str, str]) -> str:
-    """Everything a page's output depends on: the site-wide salt, the page itself (its path, the
-    templates it is made with and the context planned for it), the content (and date) of every
-    entry whose data it shows, and the card fields of every entry it lists, in the order it shows
-    them. The key maps hold "slug=digest" for every entry."""
-    return digest(
-        salt, page.path, templates.template_key(page.template) if page.template else "", repr(page.context),
-        "\0".join(map(entry_keys.__getitem__, page.entries)), "\0".join(map(card_keys.__getitem__, page.cards)), page.extra,
-    )
+def page_plans(pages: list[Page], config: Config, search: bool, templates: Renderer) -> dict[str, str]:
+    """The digest of each rendered page's plan (reads.plan_digest): the site-wide salt (the
+    generator's code and the settings), its path, templates and planned context, and the
+    function and arguments of its `make` or `body`."""
+    from .reads import plan_digest
 
-
-def page_keys(
-    pages: list[Page], source: Source, catalog: Catalog, hashes: dict[str, str], dates: dict[str, str], config: Config, search: bool,
-    templates: Renderer,
-) -> dict[str, str]:
-    """The key of every page that is rendered (a template, or a body made when written): equal
-    keys, equal files. `hashes`: each entry file's digest, by display path."""
-    salt, entry_keys, card_keys = _key_inputs(source, catalog, hashes, dates, config, search)
-    return {p.path: _page_key(p, salt, templates, entry_keys, card_keys) for p in pages if p.template is not None or callable(p.body)}
-
-
-def _key_inputs(
-    source: Source, catalog: Catalog, hashes: dict[str, str], dates: dict[str, str], config: Config, search: bool,
-) -> tuple[str, dict[str, str], dict[str, str]]:
-    """What page keys are made of: the site-wide salt, and each entry's key for the pages that
-    show its content and for the pages that show its card. The salt holds what any page may
-    show: the generator's code, the settings, and the registries' names, aliases and titles. A
-    tag's or category's description is not in it: the pages that show one hold it in their
-    context, which is part of their key (_page_key), so an edit re-renders those pages only."""
-    shape = [(t.name, t.model_dump(exclude={"description"})) for t in catalog.tags.values()]
-    shape += [(c.name, c.model_dump(exclude={"description"})) for c in catalog.categories.values()]
-    salt = digest(code_version(), repr(config), str(search), repr(shape))
-    entry_keys = {
-        slug: f"{slug}={digest(hashes[path], dates.get(date_key(category, slug), ''))}"
-        for path, category, slug, _raw in source.entries
+    salt = digest(code_version(), repr(config), str(search))
+    return {
+        p.path: plan_digest(salt, p.path, templates.template_key(p.template) if p.template else "", p.context, p.make or p.body)
+        for p in pages if p.template is not None or callable(p.body)
     }
-    card_keys = {  # what a card shows: an edit elsewhere in an entry leaves the pages listing it alone
-        slug: f"{slug}={digest(rec.head.title, rec.head.summary, chr(0).join(rec.tags), dates.get(date_key(rec.category, slug), ''))}"
-        for slug, rec in catalog.records.items()
-    }
-    return salt, entry_keys, card_keys
+
+
+def page_key(page: Page, plan: str, reads: tuple[Read, ...] | None) -> str | None:
+    """A rendered page's key: its plan and the current values of the look-ups it made when it last
+    rendered (`reads`; None: unknown, so no key, and the page renders)."""
+    if page.reader is None or (page.make is None and not callable(page.body)):
+        return plan  # it reads nothing
+    return page.reader.key(plan, reads) if reads is not None else None
 
 
 def _identity(key: str, path: str) -> str:
@@ -198,20 +177,22 @@ def _unchanged(recorded: str | None, key: str, previous: str) -> bool:
     return recorded is not None and recorded == _identity(key, previous)
 
 
-def render_pages(renderer: Renderer, todo: list[tuple[Page, str]], jobs: int | None) -> None:
+def render_pages(renderer: Renderer, todo: list[tuple[Page, str]], jobs: int | None) -> list[tuple[Read, ...]]:
     """Render each page straight into the place reserved for it (SiteWriter.reserve), in forked
-    workers when there are many and no other thread runs."""
+    workers when there are many and no other thread runs; returns what each page looked up."""
     global _RENDERER
     _RENDERER = renderer
     for name in sorted({p.template for p, _ in todo if p.template}):
         renderer.load(name)  # compiled once, before the workers fork
-    run_parallel(_render_to, todo, jobs=jobs, min_items=32)
+    return run_parallel(_render_to, todo, jobs=jobs, min_items=32)
 
 
-def _render_to(item: tuple[Page, str]) -> None:
+def _render_to(item: tuple[Page, str]) -> tuple[Read, ...]:
     """Render one page straight into its place in the new site (runs in a worker)."""
     page, target = item
-    write_file(target, _RENDERER.render_bytes(page), page.path)
+    data, reads = _RENDERER.render_read(page)
+    write_file(target, data, page.path)
+    return reads
 
 
 _RENDERER: Renderer  # set before the workers fork, so they inherit it
@@ -283,10 +264,12 @@ def _build(
         cache.save_parsed(set(hashes.values()))  # the valid files stay known
         raise
     dates = git_dates(entries)
-    pages = plan_pages(catalog, config, dates, search) + (search_pages(catalog, jobs) if search else [])
+    pages = plan_pages(catalog, config, dates, search, contents=hashes) + (search_pages(catalog, jobs) if search else [])
 
     renderer = Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
-    keys = page_keys(pages, source, catalog, hashes, dates, config, search, renderer) if cache.enabled else {}  # a cold build keeps none
+    plans = page_plans(pages, config, search, renderer) if cache.enabled else {}  # a cold build keeps no keys
+    keys: dict[str, str] = {}
+    reads: dict[str, tuple[Read, ...]] = {}
     # An incremental build updates the site in place.
     same_site = cache.site == str(out_abs)  # the page keys describe this output folder
     writer = SiteWriter(out, update=bool(cache.pages) and same_site)
@@ -298,17 +281,25 @@ def _build(
             if page.template is None and not callable(page.body):
                 writer.add(page.path, page.body or "")
                 continue
-            key = keys.get(page.path)
-            previous = os.path.join(out_abs, page.path)
-            recorded = cache.pages.get(page.path)
-            if key is not None and same_site and _unchanged(recorded, key, previous) and writer.link(page.path, previous):
-                if writer.update and recorded is not None:  # not None: _unchanged matched it
-                    kept[page.path] = recorded
-                continue
+            if page.path in plans:
+                before = cache.reads.get(page.path)
+                key = page_key(page, plans[page.path], before)
+                previous = os.path.join(out_abs, page.path)
+                recorded = cache.pages.get(page.path)
+                if key is not None and same_site and _unchanged(recorded, key, previous) and writer.link(page.path, previous):
+                    if writer.update and recorded is not None:  # not None: _unchanged matched it
+                        kept[page.path] = recorded
+                    keys[page.path], reads[page.path] = key, before or ()
+                    continue
             todo.append((page, writer.reserve(page.path)))
         progress(f"rendering {len(todo)} files")
-        render_pages(renderer, todo, jobs)
+        made = render_pages(renderer, todo, jobs)
         rendered = len(todo)
+        if cache.enabled:
+            for (page, _), page_reads in zip(todo, made):
+                key = page_key(page, plans[page.path], page_reads)
+                assert key is not None  # its look-ups are known now
+                keys[page.path], reads[page.path] = key, page_reads
         for path, data in static_files(templates):
             writer.add(path, data)
         writer.add("static/pygments.css", pygments_css())
@@ -319,7 +310,7 @@ def _build(
     try:
         if cache.enabled:
             identities = {path: kept.get(path) or _identity(key, os.path.join(writer.out, path)) for path, key in keys.items()}
-            cache.save(stamp, identities, out_abs, set(hashes.values()), len(catalog.records), _file_records(source, hashes, cache, started))
+            cache.save(stamp, identities, out_abs, set(hashes.values()), len(catalog.records), _file_records(source, hashes, cache, started), reads)
     finally:
         writer.finish()
     html = sum(p.path.endswith(".html") for p in pages)

@@ -1,6 +1,6 @@
 """The persistent build cache: what a rebuild can skip.
 
-Six kinds of file are kept under the cache folder (`.cache/` by default, `--cache-dir` to move it,
+Seven kinds of file are kept under the cache folder (`.cache/` by default, `--cache-dir` to move it,
 `--no-cache` to ignore it):
 
 - `stamp`: the size, times and inode of every input (entries, registries, templates,
@@ -24,7 +24,8 @@ Six kinds of file are kept under the cache folder (`.cache/` by default, `--cach
   bytes: a file whose signature is unchanged is not read again (git's index works the same way).
 - `pages.json`: for every page of the last site, the key of its inputs. A page whose key is
   unchanged is not rendered: its previous file stays (an in-place update) or is hard-linked into
-  the new site (a fresh tree).
+  the new site (a fresh tree). `reads.pickle`: what each page looked up in the catalog when it
+  last rendered (reads.py), from which its key is made again on the next build.
 
 The cache is an optimisation only: a test proves an incremental build equals a cold one byte for
 byte after each kind of change. It is local state written by this tool, never by contributors: a
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BuildCache", "code_version", "digest", "input_stamp"]
 
-FORMAT = 5  # bump when the cached shapes change
+FORMAT = 6  # bump when the cached shapes change
 SHARDS = 32  # parsed-entry files; one changed entry rewrites one of them
 _GENERATOR = Path(__file__).resolve().parent.parent  # all of generator/, every package
 
@@ -237,6 +238,7 @@ class BuildCache:
     stamp: str = ""
     parsed: dict[str, Any] = field(default_factory=dict)  # digest → head part of the parse result
     pages: dict[str, str] = field(default_factory=dict)
+    reads: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # page → its look-ups (load_parsed)
     site: str = ""  # the output folder the page keys describe
     entries: int = 0  # entry pages of that site
     memo: MutableMapping[str, Any] = field(default_factory=dict)  # corpus-wide results by name, see catalog.Memo
@@ -274,6 +276,10 @@ class BuildCache:
         if isinstance(files, dict) and files.get("format") == FORMAT and isinstance(files.get("files"), dict):
             self.files = files["files"]
         self.memo = MemoFiles(self.folder, self.key)
+        reads = _unpickle(self.read_file("reads.pickle"))
+        if isinstance(reads, dict) and reads.get("format") == FORMAT and reads.get("stamp") == self.stamp:
+            table = reads["table"]  # each distinct look-up once; a page holds their numbers
+            self.reads = {path: tuple(table[i] for i in numbers) for path, numbers in reads["pages"].items()}
         for shard in range(SHARDS):
             data = _unpickle(_read_signed(self._shard_path(shard, "parsed"), self.key))
             if (
@@ -361,9 +367,9 @@ class BuildCache:
         return self.folder / f"{kind}-{shard:02d}.pickle"
 
     def save(self, stamp: str, pages: dict[str, str], site: Path, keep: set[str], entries: int,
-             files: dict[str, tuple[FileSig, str]] | None = None) -> None:
+             files: dict[str, tuple[FileSig, str]] | None = None, reads: dict[str, tuple[tuple[str, str], ...]] | None = None) -> None:
         """Write the new state; `keep` are the digests of the entries still present, `files` the
-        entry files a next build may skip reading (see `known_files`)."""
+        entry files a next build may skip reading (see `known_files`), `reads` each page's look-ups."""
         if self.folder is None:
             return
         self.save_parsed(keep)
@@ -372,5 +378,10 @@ class BuildCache:
             self.files = files
         if isinstance(self.memo, MemoFiles):
             self.memo.save()
+        if reads is not None:
+            numbers: dict[tuple[str, str], int] = {}
+            table = {path: [numbers.setdefault(r, len(numbers)) for r in page_reads] for path, page_reads in reads.items()}
+            self.write_file("reads.pickle", pickle.dumps({"format": FORMAT, "stamp": stamp, "table": list(numbers), "pages": table},
+                                                         protocol=pickle.HIGHEST_PROTOCOL))
         meta = {"format": FORMAT, "stamp": stamp, "site": str(site), "pages": pages, "entries": entries}
         _write_signed(self.folder / "pages.json", self.key, json.dumps(meta, sort_keys=True).encode("utf-8"))

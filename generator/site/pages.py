@@ -1,8 +1,9 @@
 """Pages: the catalog → the list of every page the site has, each with its template and data.
 
-Pure: a `Page` is a path under the site root, a template name and a context of plain values
-(markdown already turned into safe HTML). The page registry is the seam for search, diagnosis
-and incremental builds: each page also lists the entry slugs whose content it shows.
+A `Page` is a path under the site root, a template name and a planned context of plain values;
+the costly part of its context (`make`) or its body is made when it renders, from plain
+arguments and what it reads of the catalog through a `reads.View`, which records each look-up:
+a page's key is made of those (reads.py), never declared here.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-from collections.abc import Callable
+from collections.abc import Mapping
 from functools import lru_cache, partial
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,8 +28,9 @@ from .gitdates import date_key
 from ..diagnosis.matcher import fingerprint_item, matcher_spec
 from ..core.schema import STACK_NAMES, Entry, entry_json_schema
 from ..search.files import PAIRS_ON_SEARCH_PAGE, search_files, search_files_key, tag_pairs
+from .reads import Read, Reader, View, category_url, check_plain, entry_url
 
-__all__ = ["PLATFORM_NAMES", "Page", "entry_data", "entry_fragments", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages", "search_pages", "verification"]
+__all__ = ["PLATFORM_NAMES", "Page", "entry_url", "entry_data", "entry_fragments", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages", "search_pages", "verification"]
 
 FEED_ITEMS = 50  # the most recently updated entries in feed.xml
 
@@ -38,17 +40,29 @@ class Page:
     path: str  # e.g. "tags/ddp/index.html"
     template: str | None = None  # jinja template, or None for `body`
     context: dict[str, Any] = field(default_factory=dict)
-    body: str | Callable[[], str | bytes] | None = None  # a callable body is built when the page is written
-    entries: tuple[str, ...] = ()  # slugs whose content appears on this page
-    cards: tuple[str, ...] = ()  # slugs shown only as cards (title, summary, tags, date)
+    # The file's text, or a partial made when the page is written: body(view) → text.
+    body: str | bytes | partial[str] | partial[bytes] | None = None
+    # The costly part of the context, made when the page renders: make(view) → more context.
+    make: partial[dict[str, Any]] | None = None
+    about: tuple[str, ...] = ()  # the entries the page shows: its date in the sitemap
     in_sitemap: bool = False
-    make: Callable[[], dict[str, Any]] | None = None  # the costly part of the context, built on render
-    # What the page depends on besides its template, its context and the entries it names, for the
-    # build cache's page key: the inputs of `make` and of a callable `body`.
-    extra: str = ""
+    reader: Reader | None = field(default=None, repr=False, compare=False)  # what `make` and `body` read through
 
-    def full_context(self) -> dict[str, Any]:
-        return {**self.context, **self.make()} if self.make else self.context
+    def __post_init__(self) -> None:
+        for fn in (self.make, self.body):
+            if callable(fn):
+                check_plain(fn)
+                if self.reader is None:
+                    raise TypeError(f"{self.path}: a page made when it renders needs the reader it reads through")
+
+    def made(self) -> tuple[dict[str, Any] | str | bytes, tuple[Read, ...]]:
+        """The full context (a template's page) or the body, and the look-ups it took."""
+        view = self.reader.view() if self.reader is not None else None
+        if self.template is None:
+            body = self.body(view) if callable(self.body) else self.body or ""
+            return body, tuple(view.reads) if view else ()
+        context = {**self.context, **self.make(view)} if self.make else self.context
+        return context, tuple(view.reads) if view else ()
 
     @property
     def url(self) -> str:
@@ -61,26 +75,13 @@ def _root(path: str) -> str:
     return "../" * depth
 
 
-def entry_url(slug: str) -> str:
-    return f"{slug}/"
-
-
 def tag_url(tag: str) -> str:
     return f"tags/{tag}/"
 
 
-def category_url(category: str) -> str:
-    return f"categories/{category}/"
-
-
-def _card(catalog: Catalog, slug: str) -> dict[str, Any]:
-    rec = catalog.records[slug]
-    return {"slug": slug, "url": entry_url(slug), "title": rec.head.title, "summary": rec.head.summary, "tags": rec.tags}
-
-
-def _entry_page(catalog: Catalog, rec: Record, config: Config, dates: dict[str, str]) -> dict[str, Any]:
-    """The costly part of an entry page's context (markdown, highlighting); built when rendered."""
-    return _entry_context(catalog, rec, config, dates)
+def _cards(slugs: tuple[str, ...], view: View) -> dict[str, Any]:
+    """A listing page's entries, as cards."""
+    return {"entries": [view.card(s) for s in slugs]}
 
 
 def entry_fragments(e: Entry) -> dict[str, Any]:
@@ -108,36 +109,40 @@ def entry_fragments(e: Entry) -> dict[str, Any]:
     }
 
 
-def _entry_context(catalog: Catalog, rec: Record, config: Config, dates: dict[str, str]) -> dict[str, Any]:
+def _entry_page(slug: str, config: Config, view: View) -> dict[str, Any]:
+    """The costly part of an entry page's context (markdown, highlighting); built when rendered."""
+    rec = view.record(slug)
     e = rec.entry
-    cat = catalog.categories[rec.category]
-    fragments = _linked(rec.fragments or entry_fragments(e), _xref_titles(catalog, rec), rec.slug)
+    category = view.category(rec.category)
+    updated = view.date(slug)
+    fragments = _linked(rec.fragments or entry_fragments(e), _xref_titles(view, rec), rec.slug)
     edit_url = f"{config.repo_url}/edit/{config.branch}/entries/{_key(rec)}" if config.repo_url else ""
     issue_url = f"{config.repo_url}/issues/new?title={_quote('Problem in ' + rec.slug)}" if config.repo_url else ""
     return {
         "slug": rec.slug,
         "e": e,
         "tags": rec.tags,
-        "category": {"name": cat.name, "title": cat.title, "url": category_url(cat.name)},
+        "category": category,
         **fragments,
         "versions": e.versions,
         "fingerprints": e.fingerprints,
-        **_link_groups(catalog, rec),
-        "updated": dates.get(_key(rec), ""),
+        **_link_groups(view, rec),
+        "updated": updated,
         "edit_url": edit_url,
         "issue_url": issue_url,
         "canonical": config.base_url + entry_url(rec.slug),
         "jsonld": Markup(_json(seo.entry_graph(
-            e, url=config.base_url + entry_url(rec.slug), site_title=config.title, site_url=config.base_url, category_title=cat.title,
-            category_url=config.base_url + category_url(cat.name), tags=rec.tags, updated=dates.get(_key(rec), ""),
+            e, url=config.base_url + entry_url(rec.slug), site_title=config.title, site_url=config.base_url, category_title=category["title"],
+            category_url=config.base_url + category["url"], tags=rec.tags, updated=updated,
             faq_html=[f["a"] for f in fragments["faq"]],
         ))),
     }
 
 
-def _xref_titles(catalog: Catalog, rec: Record) -> dict[str, str]:
+def _xref_titles(view: View, rec: Record) -> dict[str, str]:
     """The titles of the entries this entry's text names ([[slug]] or a bare slug)."""
-    return {s: catalog.records[s].head.title for s in (*rec.head.xrefs, *rec.head.mentions) if s in catalog.records}
+    titles = {s: view.title(s) for s in (*rec.head.xrefs, *rec.head.mentions)}
+    return {s: title for s, title in titles.items() if title is not None}
 
 
 def _linked(value: Any, titles: dict[str, str], own: str) -> Any:
@@ -177,7 +182,7 @@ def verification(catalog: Catalog, rec: Record) -> dict[str, Any] | None:
     }
 
 
-def _link_groups(catalog: Catalog, rec: Record) -> dict[str, list[dict[str, Any]]]:
+def _link_groups(view: View, rec: Record) -> dict[str, list[dict[str, Any]]]:
     """The "Related failures" lists, in the order the page shows them; each linked entry appears
     once, under the first (most specific) heading that names it."""
     seen = {rec.slug}
@@ -185,15 +190,15 @@ def _link_groups(catalog: Catalog, rec: Record) -> dict[str, list[dict[str, Any]
     def once(slugs: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
         fresh = [s for s in slugs if s not in seen]
         seen.update(fresh)
-        return [_card(catalog, s) for s in fresh]
+        return [view.card(s) for s in fresh]
 
     e = rec.entry
     return {
         "often_causes": once(e.often_causes),
-        "caused_by": once(catalog.caused_by[rec.slug]),
+        "caused_by": once(view.linked("caused_by", rec.slug)),
         "related": once(e.related),
-        "backlinks": once(catalog.backlinks[rec.slug]),
-        "similar": once(catalog.similar[rec.slug]),
+        "backlinks": once(view.linked("backlinks", rec.slug)),
+        "similar": once(view.linked("similar", rec.slug)),
     }
 
 
@@ -214,22 +219,33 @@ def entry_json(rec: Record) -> str:
     return _json(entry_data(rec))
 
 
+def _entry_file(slug: str, view: View) -> str:
+    """/api/entries/<slug>.json."""
+    return entry_json(view.record(slug))
+
+
 def entries_index(catalog: Catalog) -> bytes:
     """/api/entries.json: every entry's slug, category, title, summary and tags, and where its full
     data is (one file per entry, so a site of thousands of entries has no 100 MB download)."""
-    return b'{"entries":[' + b",".join(_index_items(catalog)) + b"]}\n"  # = _json({"entries": [every item]}), in UTF-8
+    return _entries_index(Reader(catalog, {}).view())
 
 
-def _index_items(catalog: Catalog) -> list[bytes]:
-    """Each entry's item of api/entries.json as JSON, kept from the previous build while its
-    card is unchanged: assembling 10,000 items is a join, not 8 MB of JSON made again."""
+def _entries_index(view: View) -> bytes:
+    return b'{"entries":[' + b",".join(_index_items(view)) + b"]}\n"  # = _json({"entries": [every item]}), in UTF-8
+
+
+def _index_items(view: View) -> list[bytes]:
+    """Each entry's item of api/entries.json as JSON, made from its card and kept from the
+    previous build while the card is unchanged: assembling 10,000 items is a join, not 8 MB of
+    JSON made again."""
+    cards = {slug: view.card(slug) for slug in view.slugs()}
+
     def item(slug: str) -> bytes:
-        r = catalog.records[slug]
-        return _json({"slug": r.slug, "category": r.category, "url": entry_url(r.slug), "title": r.head.title, "summary": r.head.summary,
-                      "tags": list(r.tags), "data": f"api/entries/{r.slug}.json"})[:-1].encode("utf-8")
+        c = cards[slug]
+        return _json({"slug": slug, "category": c["category"], "url": c["url"], "title": c["title"], "summary": c["summary"],
+                      "tags": list(c["tags"]), "data": f"api/entries/{slug}.json"})[:-1].encode("utf-8")
 
-    inputs = {slug: (rec.category, rec.tags, rec.head.matcher_key) for slug, rec in catalog.records.items()}  # the key covers title and summary
-    return catalog.derived_each("entries.json items", inputs, item)
+    return view.catalog.derived_each("entries.json items", {slug: repr(c) for slug, c in cards.items()}, item)
 
 
 def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
@@ -238,14 +254,21 @@ def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
 
 
 def fingerprints_file(catalog: Catalog) -> bytes:
-    """api/fingerprints.json: `safe_json(matcher_spec(fingerprint_data(catalog)))` in UTF-8. The
-    fingerprint list (12 MB of JSON at 10,000 entries) is serialized again only when some entry's
-    fingerprints changed, and the entries map only for the entries whose matcher fields changed;
-    the parts are joined as bytes (as text, one non-ASCII summary widened the whole file)."""
+    """api/fingerprints.json: `safe_json(matcher_spec(fingerprint_data(catalog)))` in UTF-8."""
+    return _fingerprints_body(Reader(catalog, {}).view())
+
+
+def _fingerprints_body(view: View) -> bytes:
+    """api/fingerprints.json. The fingerprint list (12 MB of JSON at 10,000 entries) is serialized
+    again only when some entry's fingerprints changed, and the entries map only for the entries
+    whose matcher fields changed; the parts are joined as bytes (as text, one non-ASCII summary
+    widened the whole file)."""
+    slugs = view.slugs()
+    fingerprints = {slug: view.fingerprints(slug) for slug in slugs}
     spec = matcher_spec({"version": 1, "flags": "", "fingerprints": [], "entries": {}})
     parts = {name: _json(value)[:-1].encode("utf-8") for name, value in spec.items()}
-    parts["fingerprints"] = _fingerprint_list_json(catalog)
-    parts["entries"] = b"{" + b",".join(_matcher_items(catalog)) + b"}"  # = _json(_matcher_entries(catalog))
+    parts["fingerprints"] = _fingerprint_list_json(view.catalog, fingerprints)
+    parts["entries"] = b"{" + b",".join(_matcher_items(view, slugs)) + b"}"  # = _json(_matcher_entries(catalog))
     return b"{" + b",".join(_json(name)[:-1].encode("utf-8") + b":" + text for name, text in sorted(parts.items())) + b"}\n"
 
 
@@ -254,10 +277,13 @@ def _fingerprints_digest(catalog: Catalog) -> str:
     return hashlib.sha256("\0".join(f"{slug}={rec.head.fingerprints_key}" for slug, rec in catalog.records.items()).encode()).hexdigest()
 
 
-def _fingerprint_list_json(catalog: Catalog) -> bytes:
-    return catalog.derived(
-        "fingerprints.json", lambda c: _json(matcher_spec({"fingerprints": _fingerprint_list(c)})["fingerprints"])[:-1].encode("utf-8"),
-        _fingerprints_digest(catalog))
+def _fingerprint_list_json(catalog: Catalog, fingerprints: Mapping[str, tuple[Any, ...]]) -> bytes:
+    """The list of every entry's fingerprints, kept while none changed (their digest)."""
+    def made(_: Catalog) -> bytes:
+        items = [fingerprint_item(slug, i, fp) for slug, fps in fingerprints.items() for i, fp in enumerate(fps)]
+        return _json(matcher_spec({"fingerprints": items})["fingerprints"])[:-1].encode("utf-8")
+
+    return catalog.derived("fingerprints.json", made, _fingerprints_digest(catalog))
 
 
 def _fingerprint_list(catalog: Catalog) -> list[dict[str, Any]]:
@@ -265,23 +291,19 @@ def _fingerprint_list(catalog: Catalog) -> list[dict[str, Any]]:
 
 
 def _matcher_entries(catalog: Catalog) -> dict[str, Any]:
-    return {slug: _matcher_entry(rec) for slug, rec in catalog.records.items()}
+    reader = Reader(catalog, {})
+    return {slug: reader.matcher_entry(slug) for slug in catalog.records}
 
 
-def _matcher_entry(rec: Record) -> dict[str, Any]:
-    head = rec.head
-    return {"title": head.title, "url": entry_url(rec.slug), "summary": head.summary, "fix": head.fix_summary, "steps": list(head.first_steps),
-            "often_causes": list(head.often_causes)}
-
-
-def _matcher_items(catalog: Catalog) -> list[bytes]:
+def _matcher_items(view: View, slugs: tuple[str, ...]) -> list[bytes]:
     """The `"slug":{...}` members of the fingerprint file's entries map (records are sorted by
-    slug, as sort_keys orders them), each kept from the previous build while its head's matcher
-    fields are unchanged."""
-    def item(slug: str) -> bytes:
-        return f"{_json(slug)[:-1]}:{_json(_matcher_entry(catalog.records[slug]))[:-1]}".encode("utf-8")
+    slug, as sort_keys orders them), each kept from the previous build while it is unchanged."""
+    entries = {slug: view.matcher_entry(slug) for slug in slugs}
 
-    return catalog.derived_each("fingerprints.json entries", {slug: rec.head.matcher_key for slug, rec in catalog.records.items()}, item)
+    def item(slug: str) -> bytes:
+        return f"{_json(slug)[:-1]}:{_json(entries[slug])[:-1]}".encode("utf-8")
+
+    return view.catalog.derived_each("fingerprints.json entries", {slug: repr(e) for slug, e in entries.items()}, item)
 
 
 
@@ -289,15 +311,15 @@ def _matcher_items(catalog: Catalog) -> list[bytes]:
 HOME_COMMON = 8  # entries the home page shows as the most common failures
 
 
-def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None, search: bool = True) -> list[Page]:
+def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None, search: bool = True,
+               contents: Mapping[str, str] | None = None) -> list[Page]:
     """Every page of the site but the search index's files (`search_pages`), in a stable order.
-    `search=False`: the search page says there is no index."""
+    `search=False`: the search page says there is no index. `contents`: each entry file's digest
+    by path, what a page that shows an entry's content is keyed on (reads.Reader)."""
     dates = dates or {}
+    reader = Reader(catalog, dates, contents)
     pages: list[Page] = []
     all_slugs = tuple(catalog.records)
-
-    def cards_of(slugs: tuple[str, ...]) -> dict[str, Any]:  # built when the page renders
-        return {"entries": [_card(catalog, s) for s in slugs]}
 
     used_tags = [(t, len(catalog.by_tag[t])) for t in catalog.tags]
     categories = [
@@ -305,12 +327,10 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         for c in catalog.categories.values()
     ]
 
-    def add(
-        path: str, template: str, context: dict[str, Any], entries: tuple[str, ...] = (), sitemap: bool = True,
-        make: Callable[[], dict[str, Any]] | None = None, extra: str = "", cards: tuple[str, ...] = (),
-    ) -> None:
+    def add(path: str, template: str, context: dict[str, Any], about: tuple[str, ...] = (), sitemap: bool = True,
+            make: partial[dict[str, Any]] | None = None) -> None:
         ctx = {"root": _root(path), "page_path": path, **context}
-        pages.append(Page(path, template, ctx, entries=entries, cards=cards, in_sitemap=sitemap, make=make, extra=extra))
+        pages.append(Page(path, template, ctx, make=make, about=about, in_sitemap=sitemap, reader=reader))
 
     def listing(folder: str, template: str, context: dict[str, Any], slugs: tuple[str, ...]) -> None:
         """A list of entry cards over as many pages as `config.page_size` needs: `folder/index.html`,
@@ -327,7 +347,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
                 "first": folder, "last": f"{folder}page/{count}/" if count > 1 else folder,
             }
             title = context["title"] if n == 1 else f"{context['title']} (page {n} of {count})"
-            add(path, template, {**context, "title": title, "pager": pager}, cards=chunk, make=partial(cards_of, chunk))
+            add(path, template, {**context, "title": title, "pager": pager}, chunk, make=partial(_cards, chunk))
 
     # Relevance: how many other entries point at an entry (related, often_causes) says how central
     # it is; the CUDA OOM page, which many OOM-shaped failures point to, comes before them.
@@ -354,7 +374,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         "index.html",
         "home.html",
         {"categories": categories, "tags": sorted(used_tags, key=lambda tn: (-tn[1], tn[0])), "total": len(all_slugs), "title": None},
-        cards=common, make=partial(cards_of, common),
+        common, make=partial(_cards, common),
     )
     pairs = catalog.derived("tag_pairs", tag_pairs)
     for slug, rec in catalog.records.items():
@@ -363,13 +383,10 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         linked = tuple(sorted({s for g in groups for s in g} - {slug} | named))
         add(
             f"{slug}/index.html", "entry.html", {"title": rec.head.title, "description": rec.head.summary, "verified": verification(catalog, rec)},
-            (slug,), cards=linked,
-            make=partial(_entry_page, catalog, rec, config, dates),
-            # the lists of linked entries depend on other entries' tags too: they are part of the key
-            extra=repr((groups, dates.get(_key(rec), ""))),
+            (slug, *linked), make=partial(_entry_page, slug, config),
         )
         # next to its page, so that the worker rendering both unpickles the entry once
-        pages.append(Page(f"api/entries/{slug}.json", body=partial(entry_json, rec), entries=(slug,)))
+        pages.append(Page(f"api/entries/{slug}.json", body=partial(_entry_file, slug), reader=reader))
     # Pages that show only counts are keyed on the counts, not on every entry's content.
     add("tags/index.html", "tags.html", {"title": "All tags", "tags": [{"name": t, "count": n, "description": catalog.tags[t].description} for t, n in used_tags]})
     pairs_of: dict[str, list[dict[str, Any]]] = {t: [] for t in catalog.tags}
@@ -411,7 +428,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     pages.append(Page("404.html", "404.html", {"root": urlsplit(config.base_url).path, "page_path": "404.html", "title": "Page not found"}))
 
     date_of = {slug: dates.get(_key(rec), "") for slug, rec in catalog.records.items()}
-    urls = [{"loc": config.base_url + p.url, "lastmod": max(map(date_of.__getitem__, (*p.entries, *p.cards)), default="")}
+    urls = [{"loc": config.base_url + p.url, "lastmod": max(map(date_of.__getitem__, p.about), default="")}
             for p in pages if p.in_sitemap]
     pages.append(Page("sitemap.xml", "sitemap.xml", {"urls": urls}))  # addresses and dates only
     pages.append(Page("robots.txt", body=f"User-agent: *\nAllow: /\nSitemap: {config.base_url}sitemap.xml\n"))
@@ -428,18 +445,14 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
                     for r in feed_entries
                 ],
             },
-            cards=tuple(r.slug for r in feed_entries),
         )
     )
-    # Site-wide files keyed on the data they hold, so an edit to an entry's body rewrites neither.
-    pages.append(Page("api/entries.json", body=partial(entries_index, catalog), cards=all_slugs,
-                      extra="\0".join(rec.category for rec in catalog.records.values())))  # the cards, and where each entry is
-    if catalog.memo is not None:  # made here, not in a render worker, so that the build cache keeps them
-        _fingerprint_list_json(catalog)
-        _matcher_items(catalog)
-        _index_items(catalog)
-    matcher_key = "\0".join(f"{slug}={rec.head.matcher_key}" for slug, rec in catalog.records.items())
-    pages.append(Page("api/fingerprints.json", body=partial(fingerprints_file, catalog), extra=matcher_key))
+    # Site-wide files, made of the cards and the matcher's fields: an edit to an entry's body rewrites neither.
+    pages.append(Page("api/entries.json", body=partial(_entries_index), reader=reader))
+    pages.append(Page("api/fingerprints.json", body=partial(_fingerprints_body), reader=reader))
+    if catalog.memo is not None:  # their parts made here, not in a render worker, so that the build cache keeps them
+        _fingerprints_body(reader.view())
+        _index_items(reader.view())
     pages.append(Page("schema/entry.json", body=_schema_text()))
     return pages
 
@@ -456,7 +469,7 @@ def search_pages(catalog: Catalog, jobs: int | None = 1) -> list[Page]:
     adds to the index is made in up to `jobs` workers."""
     fp_key = _fingerprints_digest(catalog)
     files = catalog.derived("search files", lambda c: search_files(c, fingerprints_key=fp_key, jobs=jobs), search_files_key(catalog, fp_key))
-    return [Page(path, body=body, entries=tuple(catalog.records)) for path, body in files]
+    return [Page(path, body=body) for path, body in files]
 
 
 def _key(rec: Record) -> str:

@@ -18,6 +18,7 @@ from markupsafe import Markup, escape
 from .cache import BuildCache, digest
 from ..core.config import TEMPLATES, Config
 from .pages import Page
+from .reads import Read
 from ..core.problems import BuildFailed, Problem
 from ..core.schema import STACK_NAMES
 
@@ -110,11 +111,17 @@ class Renderer:
 
     def render_bytes(self, page: Page) -> bytes:
         """The page's file contents (the site-wide JSON files are assembled as UTF-8 already)."""
+        return self.render_read(page)[0]
+
+    def render_read(self, page: Page) -> tuple[bytes, tuple[Read, ...]]:
+        """The page's file contents, and what it looked up in the catalog to make them."""
+        made, reads = page.made()
         if page.template is None:
-            body = page.body() if callable(page.body) else page.body or ""
-            return body if isinstance(body, bytes) else body.encode("utf-8")
+            assert not isinstance(made, dict)  # a body
+            return (made if isinstance(made, bytes) else made.encode("utf-8")), reads
+        assert isinstance(made, dict)  # a template's context
         with _reported(page.path):
-            return self.env.get_template(page.template).render(page.full_context()).encode("utf-8")
+            return self.env.get_template(page.template).render(made).encode("utf-8"), reads
 
 
 def _missing(name: str) -> str:

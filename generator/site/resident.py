@@ -3,8 +3,9 @@
 `ResidentSite` holds what its last good build made: every entry file's parse result (by the
 digest of the file's bytes), the catalog's memo (catalog.Memo: similar entries, tag pairs, the
 per-entry items of the site-wide files, each entry's search terms), and the key of every file
-it wrote (build.page_keys). A patch runs the stages `failpedia build` runs (read_source,
-build_catalog, plan_pages, page_keys, the renderer, SiteWriter) with no disk cache: it parses
+it wrote with what the page looked up to make it (reads.py). A patch runs the stages `failpedia
+build` runs (read_source, build_catalog, plan_pages, page_plans, the renderer, SiteWriter) with
+no disk cache: it parses
 only the files whose bytes changed, renders only the pages whose key changed, and moves in only
 the files whose bytes changed, once all of them are rendered. The search index
 (pages.search_pages) is remade apart by `update_index`, which the dev server runs in the
@@ -26,13 +27,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .build import page_keys, parse_one, rare_collections, render_pages
+from .build import page_key, page_plans, parse_one, rare_collections, render_pages
 from .cache import digest
 from ..core.catalog import Catalog, ParseResult, build_catalog
 from ..core.config import Config
 from .gitdates import git_dates, git_head
 from .markdown import pygments_css
 from .pages import Page, plan_pages, search_pages
+from .reads import Read
 from ..core.parallel import run_parallel
 from ..core.read import FileSig, read_source
 from .render import Renderer, static_files
@@ -60,7 +62,8 @@ class ResidentSite:
         self._parsed: dict[str, tuple[str, ParseResult]] = {}  # entry file → (digest of its bytes, its parse result)
         self._sigs: dict[str, FileSig] = {}  # entry files parsed without error → their signature when read
         self._store: dict[str, Any] = {}  # the catalog's memo
-        self._written: dict[str, str] = {}  # site path → key of its file (page_keys, or the digest of its bytes)
+        self._written: dict[str, str] = {}  # site path → key of its file (build.page_key, or the digest of its bytes)
+        self._reads: dict[str, tuple[Read, ...]] = {}  # rendered page → what it looked up when it rendered
         self._indexed: dict[str, str] = {}  # the search index's files → the digest of their bytes
         self._renderer: Renderer | None = None
         self._dates: tuple[str | None, dict[str, str]] = (None, {})  # (git HEAD, git_dates then)
@@ -96,33 +99,50 @@ class ResidentSite:
 
         catalog = build_catalog(source, results, self._store)
         dates = self._git_dates()
-        pages = plan_pages(catalog, self.config, dates, search=True)
+        pages = plan_pages(catalog, self.config, dates, search=True, contents=hashes)
         full = not self._written or not self.out.is_dir()
         index = {p.path: renderer.render_bytes(p) for p in search_pages(catalog)} if full else {}  # later, update_index
-        keys = page_keys(pages, source, catalog, hashes, dates, self.config, True, renderer)
-        fixed: dict[str, bytes] = {p.path: renderer.render_bytes(p) for p in pages if p.path not in keys}
+        plans = page_plans(pages, self.config, True, renderer)
+        fixed: dict[str, bytes] = {p.path: renderer.render_bytes(p) for p in pages if p.path not in plans}
         fixed.update(static_files(self.templates))
         fixed["static/pygments.css"] = pygments_css().encode("utf-8")
-        written = {**keys, **{path: digest(data) for path, data in fixed.items()}}
+        keys: dict[str, str] = {}
+        reads: dict[str, tuple[Read, ...]] = {}
+        redo: list[Page] = []  # pages to render
+        for page in pages:
+            if page.path in plans:
+                key = None if full else page_key(page, plans[page.path], self._reads.get(page.path))
+                if key is not None and key == self._written.get(page.path):
+                    keys[page.path], reads[page.path] = key, self._reads[page.path]
+                else:
+                    redo.append(page)
         with self._publish:
             if full:
-                self._write_all(pages, keys, {**fixed, **index}, renderer)
+                made = self._write_all(redo, {**fixed, **index}, renderer)
+            else:
+                rendered = [renderer.render_read(p) for p in redo]
+                made = [page_reads for _, page_reads in rendered]
+            for page, page_reads in zip(redo, made):
+                key = page_key(page, plans[page.path], page_reads)
+                assert key is not None  # its look-ups are known now
+                keys[page.path], reads[page.path] = key, page_reads
+            written = {**keys, **{path: digest(data) for path, data in fixed.items()}}
+            if full:
                 self._indexed = {path: digest(data) for path, data in index.items()}
                 done = sorted({*written, *index})
             else:
-                todo_pages = [p for p in pages if p.path in keys and keys[p.path] != self._written.get(p.path)]
-                items = [(p.path, renderer.render_bytes(p)) for p in todo_pages]
+                items = [(p.path, data) for p, (data, _) in zip(redo, rendered)]
                 items += [(path, data) for path, data in fixed.items() if written[path] != self._written.get(path)]
                 done = self._update(items, sorted(self._written.keys() - written.keys()))
-            self._written = written
+            self._written, self._reads = written, reads
         return Patched(tuple(done), catalog.warning_count, catalog, full)
 
-    def _write_all(self, pages: list[Page], keys: dict[str, str], fixed: dict[str, bytes], renderer: Renderer) -> None:
-        """A fresh site (the first patch, or the folder gone): every file, swapped in at once."""
+    def _write_all(self, todo: list[Page], fixed: dict[str, bytes], renderer: Renderer) -> list[tuple[Read, ...]]:
+        """A fresh site (the first patch, or the folder gone): every file, swapped in at once;
+        returns what each page of `todo` looked up."""
         writer = SiteWriter(self.out)
         try:
-            todo = [(p, writer.reserve(p.path)) for p in pages if p.path in keys]
-            render_pages(renderer, todo, self.jobs)
+            made = render_pages(renderer, [(p, writer.reserve(p.path)) for p in todo], self.jobs)
             for path, data in fixed.items():
                 writer.add(path, data)
         except BaseException:
@@ -130,6 +150,7 @@ class ResidentSite:
             raise
         writer.commit()
         writer.finish()
+        return made
 
     def _update(self, items: list[tuple[str, bytes]], removed: list[str]) -> list[str]:
         """Stage the files whose bytes differ from the site's, then move them in and delete the
