@@ -12,7 +12,7 @@ import json
 import os
 import pickle
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
@@ -29,7 +29,7 @@ from .write import SiteWriter, write_file
 if TYPE_CHECKING:
     from ..core.catalog import Catalog, ParseResult
     from .pages import Page
-    from .reads import Read
+    from .reads import Made, Read
     from ..core.read import FileSig, Source
     from .render import Renderer
 
@@ -155,12 +155,18 @@ def page_plans(pages: list[Page], config: Config, search: bool, templates: Rende
     }
 
 
-def page_key(page: Page, plan: str, reads: tuple[Read, ...] | None) -> str | None:
+def page_key(page: Page, plan: str, before: Made | None, key_before: str | None = None, stale: AbstractSet[str | int] = frozenset(),
+             ) -> str | None:
     """A rendered page's key: its plan and the current values of the look-ups it made when it last
-    rendered (`reads`; None: unknown, so no key, and the page renders)."""
+    rendered (`before`; None: unknown, so no key, and the page renders). The key it had
+    (`key_before`) stands when its plan is the same and none of its look-ups' subjects is `stale`."""
     if page.reader is None or (page.make is None and not callable(page.body)):
         return plan  # it reads nothing
-    return page.reader.key(plan, reads) if reads is not None else None
+    if before is None:
+        return None
+    if key_before is not None and before.plan == plan and stale.isdisjoint(before.subjects):
+        return key_before
+    return page.reader.key(plan, before.reads)
 
 
 def _identity(key: str, path: str) -> str:
@@ -246,8 +252,9 @@ def _build(
 
     from ..core.catalog import build_catalog
     from .markdown import pygments_css
-    from .pages import plan_pages, search_pages
+    from .pages import plan_pages, reader_of, search_pages
     from ..core.read import read_source
+    from .reads import Made
     from .render import Renderer, TemplateCache, static_files
 
     cache.load_parsed()
@@ -269,7 +276,10 @@ def _build(
     renderer = Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
     plans = page_plans(pages, config, search, renderer) if cache.enabled else {}  # a cold build keeps no keys
     keys: dict[str, str] = {}
-    reads: dict[str, tuple[Read, ...]] = {}
+    made_from: dict[str, Made] = {}
+    reader = reader_of(pages)
+    signatures = reader.signatures() if cache.enabled and reader is not None else {}
+    stale = cache.stale(signatures)
     # An incremental build updates the site in place.
     same_site = cache.site == str(out_abs)  # the page keys describe this output folder
     writer = SiteWriter(out, update=bool(cache.pages) and same_site)
@@ -282,14 +292,16 @@ def _build(
                 writer.add(page.path, page.body or "")
                 continue
             if page.path in plans:
-                before = cache.reads.get(page.path)
-                key = page_key(page, plans[page.path], before)
-                previous = os.path.join(out_abs, page.path)
+                before = cache.made.get(page.path)
                 recorded = cache.pages.get(page.path)
+                key = page_key(page, plans[page.path], before, recorded.partition(":")[0] if recorded else None, stale)
+                previous = os.path.join(out_abs, page.path)
                 if key is not None and same_site and _unchanged(recorded, key, previous) and writer.link(page.path, previous):
                     if writer.update and recorded is not None:  # not None: _unchanged matched it
                         kept[page.path] = recorded
-                    keys[page.path], reads[page.path] = key, before or ()
+                    keys[page.path] = key
+                    if before is not None:  # the same plan: a changed one changes the key
+                        made_from[page.path] = before
                     continue
             todo.append((page, writer.reserve(page.path)))
         progress(f"rendering {len(todo)} files")
@@ -297,9 +309,10 @@ def _build(
         rendered = len(todo)
         if cache.enabled:
             for (page, _), page_reads in zip(todo, made):
-                key = page_key(page, plans[page.path], page_reads)
+                made_from[page.path] = Made.of(plans[page.path], page_reads)
+                key = page_key(page, plans[page.path], made_from[page.path])
                 assert key is not None  # its look-ups are known now
-                keys[page.path], reads[page.path] = key, page_reads
+                keys[page.path] = key
         for path, data in static_files(templates):
             writer.add(path, data)
         writer.add("static/pygments.css", pygments_css())
@@ -310,7 +323,8 @@ def _build(
     try:
         if cache.enabled:
             identities = {path: kept.get(path) or _identity(key, os.path.join(writer.out, path)) for path, key in keys.items()}
-            cache.save(stamp, identities, out_abs, set(hashes.values()), len(catalog.records), _file_records(source, hashes, cache, started), reads)
+            cache.save(stamp, identities, out_abs, set(hashes.values()), len(catalog.records), _file_records(source, hashes, cache, started),
+                       made_from, signatures)
     finally:
         writer.finish()
     html = sum(p.path.endswith(".html") for p in pages)

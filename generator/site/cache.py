@@ -52,6 +52,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.problems import FailpediaError, SetupError
 
+from .reads import Made, Numbered, Read, Signature, stale_subjects
+
 if TYPE_CHECKING:
     from ..core.read import FileSig
 
@@ -238,7 +240,10 @@ class BuildCache:
     stamp: str = ""
     parsed: dict[str, Any] = field(default_factory=dict)  # digest → head part of the parse result
     pages: dict[str, str] = field(default_factory=dict)
-    reads: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # page → its look-ups (load_parsed)
+    made: dict[str, Made] = field(default_factory=dict)  # page → what it was made from (load_parsed)
+    _reads: list[Read] = field(default_factory=list, repr=False)  # the distinct look-ups `made` numbers
+    _subjects: list[str] = field(default_factory=list, repr=False)  # the distinct subjects `made` numbers
+    _signatures: dict[str, Signature] = field(default_factory=dict, repr=False)  # subject → its part of the catalog then
     site: str = ""  # the output folder the page keys describe
     entries: int = 0  # entry pages of that site
     memo: MutableMapping[str, Any] = field(default_factory=dict)  # corpus-wide results by name, see catalog.Memo
@@ -278,8 +283,8 @@ class BuildCache:
         self.memo = MemoFiles(self.folder, self.key)
         reads = _unpickle(self.read_file("reads.pickle"))
         if isinstance(reads, dict) and reads.get("format") == FORMAT and reads.get("stamp") == self.stamp:
-            table = reads["table"]  # each distinct look-up once; a page holds their numbers
-            self.reads = {path: tuple(table[i] for i in numbers) for path, numbers in reads["pages"].items()}
+            self._reads, self._subjects, self._signatures = reads["reads"], reads["subjects"], reads["signatures"]
+            self.made = {path: Made(plan, Numbered(self._reads, numbers), subjects) for path, (plan, numbers, subjects) in reads["pages"].items()}
         for shard in range(SHARDS):
             data = _unpickle(_read_signed(self._shard_path(shard, "parsed"), self.key))
             if (
@@ -289,6 +294,13 @@ class BuildCache:
                 self.parsed.update(data["entries"])
             else:
                 self._dirty.add(shard)  # missing or stale: written again on save
+
+    def stale(self, signatures: dict[str, Signature]) -> set[int]:
+        """The numbers of the subjects whose signature is not what it was (reads.stale_subjects)."""
+        if not self._subjects:
+            return set()
+        number = {s: i for i, s in enumerate(self._subjects)}
+        return {number[s] for s in stale_subjects(self._signatures, signatures) if s in number}
 
     @property
     def enabled(self) -> bool:
@@ -362,14 +374,36 @@ class BuildCache:
             self.folder.mkdir(parents=True, exist_ok=True)
             _write_signed(self.folder / name, self.key, payload)
 
+    def _numbered(self, stamp: str, made: dict[str, Made], signatures: dict[str, Signature]) -> dict[str, Any]:
+        """`made` with its look-ups and subjects as numbers into two tables: the ones loaded, with
+        the new ones after them (a page kept from the last build keeps its numbers)."""
+        reads, subjects = list(self._reads), list(self._subjects)
+        read_number: dict[Read, int] | None = None
+        subject_number: dict[str, int] | None = None
+        pages: dict[str, tuple[str, tuple[int, ...], tuple[int, ...]]] = {}
+        for path, m in made.items():
+            if isinstance(m.reads, Numbered) and m.reads.table is self._reads:
+                pages[path] = (m.plan, m.reads.numbers, tuple(int(s) for s in m.subjects))
+                continue
+            if read_number is None or subject_number is None:
+                read_number = {r: i for i, r in enumerate(reads)}
+                subject_number = {s: i for i, s in enumerate(subjects)}
+            pages[path] = (m.plan, tuple(read_number.setdefault(r, len(read_number)) for r in m.reads),
+                           tuple(subject_number.setdefault(str(s), len(subject_number)) for s in m.subjects))
+        if read_number is not None and subject_number is not None:
+            reads, subjects = list(read_number), list(subject_number)
+        return {"format": FORMAT, "stamp": stamp, "reads": reads, "subjects": subjects, "signatures": signatures, "pages": pages}
+
     def _shard_path(self, shard: int, kind: str) -> Path:
         assert self.folder is not None
         return self.folder / f"{kind}-{shard:02d}.pickle"
 
     def save(self, stamp: str, pages: dict[str, str], site: Path, keep: set[str], entries: int,
-             files: dict[str, tuple[FileSig, str]] | None = None, reads: dict[str, tuple[tuple[str, str], ...]] | None = None) -> None:
+             files: dict[str, tuple[FileSig, str]] | None = None, made: dict[str, Made] | None = None,
+             signatures: dict[str, Signature] | None = None) -> None:
         """Write the new state; `keep` are the digests of the entries still present, `files` the
-        entry files a next build may skip reading (see `known_files`), `reads` each page's look-ups."""
+        entry files a next build may skip reading (see `known_files`), `made` what each page was
+        made from, `signatures` every subject's part of the catalog (reads.Reader.signatures)."""
         if self.folder is None:
             return
         self.save_parsed(keep)
@@ -378,10 +412,7 @@ class BuildCache:
             self.files = files
         if isinstance(self.memo, MemoFiles):
             self.memo.save()
-        if reads is not None:
-            numbers: dict[tuple[str, str], int] = {}
-            table = {path: [numbers.setdefault(r, len(numbers)) for r in page_reads] for path, page_reads in reads.items()}
-            self.write_file("reads.pickle", pickle.dumps({"format": FORMAT, "stamp": stamp, "table": list(numbers), "pages": table},
-                                                         protocol=pickle.HIGHEST_PROTOCOL))
+        if made is not None:
+            self.write_file("reads.pickle", pickle.dumps(self._numbered(stamp, made, signatures or {}), protocol=pickle.HIGHEST_PROTOCOL))
         meta = {"format": FORMAT, "stamp": stamp, "site": str(site), "pages": pages, "entries": entries}
         _write_signed(self.folder / "pages.json", self.key, json.dumps(meta, sort_keys=True).encode("utf-8"))

@@ -30,7 +30,7 @@ from ..core.schema import STACK_NAMES, Entry, entry_json_schema
 from ..search.files import PAIRS_ON_SEARCH_PAGE, search_files, search_files_key, tag_pairs
 from .reads import Read, Reader, View, category_url, check_plain, entry_url
 
-__all__ = ["PLATFORM_NAMES", "Page", "entry_url", "entry_data", "entry_fragments", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages", "search_pages", "verification"]
+__all__ = ["PLATFORM_NAMES", "Page", "entry_url", "reader_of", "entry_data", "entry_fragments", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages", "search_pages", "verification"]
 
 FEED_ITEMS = 50  # the most recently updated entries in feed.xml
 
@@ -245,7 +245,7 @@ def _index_items(view: View) -> list[bytes]:
         return _json({"slug": slug, "category": c["category"], "url": c["url"], "title": c["title"], "summary": c["summary"],
                       "tags": list(c["tags"]), "data": f"api/entries/{slug}.json"})[:-1].encode("utf-8")
 
-    return view.catalog.derived_each("entries.json items", {slug: repr(c) for slug, c in cards.items()}, item)
+    return view.catalog.derived_each("entries.json items", {slug: view.value_of(("card", slug)) for slug in cards}, item)
 
 
 def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
@@ -303,7 +303,7 @@ def _matcher_items(view: View, slugs: tuple[str, ...]) -> list[bytes]:
     def item(slug: str) -> bytes:
         return f"{_json(slug)[:-1]}:{_json(entries[slug])[:-1]}".encode("utf-8")
 
-    return view.catalog.derived_each("fingerprints.json entries", {slug: repr(e) for slug, e in entries.items()}, item)
+    return view.catalog.derived_each("fingerprints.json entries", {slug: view.value_of(("matcher_entry", slug)) for slug in entries}, item)
 
 
 
@@ -451,10 +451,17 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     pages.append(Page("api/entries.json", body=partial(_entries_index), reader=reader))
     pages.append(Page("api/fingerprints.json", body=partial(_fingerprints_body), reader=reader))
     if catalog.memo is not None:  # their parts made here, not in a render worker, so that the build cache keeps them
-        _fingerprints_body(reader.view())
-        _index_items(reader.view())
+        view = reader.view()
+        _fingerprint_list_json(catalog, {slug: view.fingerprints(slug) for slug in catalog.records})
+        _matcher_items(view, tuple(catalog.records))
+        _index_items(view)
     pages.append(Page("schema/entry.json", body=_schema_text()))
     return pages
+
+
+def reader_of(pages: list[Page]) -> Reader | None:
+    """The reader a plan's pages read the catalog through (one per plan)."""
+    return next((p.reader for p in pages if p.reader is not None), None)
 
 
 @lru_cache(maxsize=1)

@@ -11,23 +11,75 @@ value changed changes the key, whatever the look-up was for, so a field added to
 
 The values are digests made once per build and shared by every page that made the same
 look-up. A page never rendered has no recorded look-ups: it is rendered, and its key made from
-what it read then.
+what it read then. Each look-up reads one entry (its record, date or links), one category, or
+the list of entries: its subject. A build digests every subject once (`Reader.signatures`); a
+page whose plan is the same and none of whose subjects changed keeps its key without its
+look-ups being valued again, which is what keeps a rebuild of 10,000 entries short.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
-from functools import partial
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache, partial
 from typing import Any
 
-from ..core.catalog import Catalog, Record
+from typing import TYPE_CHECKING
+
 from ..core.config import Config
 from .gitdates import date_key
 
-__all__ = ["Read", "Reader", "View", "category_url", "check_plain", "entry_url", "plan_digest"]
+if TYPE_CHECKING:  # the build cache imports this module before a build has work to do
+    from ..core.catalog import Catalog, Record
+
+__all__ = ["Made", "Numbered", "Read", "Reader", "View", "category_url", "check_plain", "entry_url", "Signature", "plan_digest", "stale_subjects", "subject"]
 
 Read = tuple[str, str]  # (look-up, its argument): ("card", "gpu-oom")
+
+
+def subject(read: Read) -> str:
+    """What a look-up reads: an entry's slug, "category:<name>", or "slugs:" (the list of entries)."""
+    what, which = read
+    return f"category:{which}" if what == "category" else "slugs:" if what == "slugs" else which
+
+
+class Numbered(Sequence[Read]):
+    """Look-ups kept as numbers into a table of distinct ones (the build cache's form)."""
+
+    def __init__(self, table: Sequence[Read], numbers: tuple[int, ...]) -> None:
+        self.table, self.numbers = table, numbers
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+    def __getitem__(self, i: int) -> Read:  # type: ignore[override]  # no slices are asked for
+        return self.table[self.numbers[i]]
+
+    def __iter__(self) -> Iterator[Read]:
+        return map(self.table.__getitem__, self.numbers)
+
+
+@dataclass(frozen=True)
+class Made:
+    """What a rendered page was made from: its plan, its look-ups, and their subjects (as strings,
+    or as numbers into the build cache's table of subjects)."""
+
+    plan: str
+    reads: Sequence[Read]
+    subjects: tuple[str, ...] | tuple[int, ...]
+
+    @classmethod
+    def of(cls, plan: str, reads: Sequence[Read]) -> "Made":
+        return cls(plan, reads, tuple(dict.fromkeys(map(subject, reads))))
+
+
+Signature = tuple[Any, ...]  # a subject's part of the catalog (Reader.signatures)
+
+
+def stale_subjects(before: Mapping[str, Signature], now: Mapping[str, Signature]) -> set[str]:
+    """The subjects whose signature changed, appeared or went."""
+    return {s for s, v in now.items() if before.get(s) != v} | (before.keys() - now.keys())
 
 
 def entry_url(slug: str) -> str:
@@ -98,6 +150,11 @@ class View:
         self._note("fingerprints", slug)
         return self._reader.catalog.records[slug].head.fingerprints
 
+    def value_of(self, read: Read) -> str:
+        """The digest of a look-up's value (`Reader.value`), not recorded: for the memo of
+        site-wide results, keyed on what the page also looks up."""
+        return self._reader.value(read)
+
     @property
     def catalog(self) -> Catalog:
         """The catalog itself, for the memo of site-wide results (`Catalog.derived_each`) only:
@@ -113,6 +170,7 @@ class Reader:
         self.catalog, self.dates, self.contents = catalog, dates, contents
         self._values: dict[Read, str] = {}
         self._cards: dict[str, dict[str, Any]] = {}
+        self._matcher: dict[str, dict[str, Any]] = {}
         known = self.catalog.records.__contains__
 
         def of_entry(look: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -128,6 +186,17 @@ class Reader:
 
     def view(self) -> View:
         return View(self)
+
+    def signatures(self) -> dict[str, Signature]:
+        """Every subject's part of the catalog: an entry's record, date and links; a category; the
+        list of entries. Every look-up's value is made of its subject's part alone."""
+        out: dict[str, Signature] = {
+            slug: (self._record_value(slug), self.date(slug), self.linked("caused_by", slug), self.linked("backlinks", slug), self.linked("similar", slug))
+            for slug in self.catalog.records
+        }
+        out.update((f"category:{name}", tuple(self.category(name).values())) for name in self.catalog.categories)
+        out["slugs:"] = tuple(self.catalog.records)
+        return out
 
     def card(self, slug: str) -> dict[str, Any]:
         if slug not in self._cards:
@@ -153,9 +222,11 @@ class Reader:
         return self.dates.get(date_key(rec.category, slug), "") if rec is not None else ""
 
     def matcher_entry(self, slug: str) -> dict[str, Any]:
-        head = self.catalog.records[slug].head
-        return {"title": head.title, "url": entry_url(slug), "summary": head.summary, "fix": head.fix_summary, "steps": list(head.first_steps),
-                "often_causes": list(head.often_causes)}
+        if slug not in self._matcher:
+            head = self.catalog.records[slug].head
+            self._matcher[slug] = {"title": head.title, "url": entry_url(slug), "summary": head.summary, "fix": head.fix_summary,
+                                   "steps": list(head.first_steps), "often_causes": list(head.often_causes)}
+        return self._matcher[slug]
 
     def _record_value(self, slug: str) -> str | None:
         """A record is its file (path and bytes: the model, head and fragments are made from them
@@ -176,33 +247,52 @@ class Reader:
 
     def key(self, plan: str, reads: Iterable[Read]) -> str:
         """A page's key: its plan's digest and the current value of each look-up it made."""
-        return _digest(plan + "\0" + "\0".join(map(self.value, reads)))
+        values = self._values
+        return _digest(plan + "\0" + "\0".join([values[r] if r in values else self.value(r) for r in reads]))
 
 
 def check_plain(fn: Callable[..., Any]) -> None:
     """A page's `make` or `body`: a partial of a module-level function over plain arguments, so
     that all it reads besides them goes through the View. A closure or a catalog in its
     arguments would read around the key."""
-    if not isinstance(fn, partial) or getattr(fn.func, "__closure__", None) is not None:
+    if type(fn) is not partial or (fn.func not in _MODULE_LEVEL and not _module_level(fn.func)):
         raise TypeError(f"{fn!r}: a page's make or body must be a partial of a module-level function")
     for arg in (*fn.args, *fn.keywords.values()):
-        if not _plain(arg):
+        if type(arg) is not str and not _plain(arg):
             raise TypeError(f"{fn.func.__name__}: argument {arg!r} is not a plain value; read it through the View")
+
+
+_MODULE_LEVEL: set[Callable[..., Any]] = set()  # functions checked once (a plan makes tens of thousands of pages)
+
+
+def _module_level(fn: Callable[..., Any]) -> bool:
+    name = getattr(fn, "__qualname__", "<locals>")
+    if getattr(fn, "__closure__", None) is not None or "<locals>" in name or "<lambda>" in name:
+        return False
+    _MODULE_LEVEL.add(fn)
+    return True
 
 
 def _plain(value: Any) -> bool:
     if value is None or isinstance(value, (str, int, float, bool, Config)):
         return True
     if isinstance(value, (tuple, list)):
-        return all(map(_plain, value))
+        return all(type(v) is str for v in value) or all(map(_plain, value))  # a tuple of slugs, mostly
     return False
+
+
+@lru_cache(maxsize=4)
+def _repr_config(config: Config) -> str:
+    """The settings, spelled out once per build: every entry page has them among its arguments."""
+    return repr(config)
 
 
 def plan_digest(salt: str, path: str, template_key: str, context: Mapping[str, Any], fn: Callable[..., Any] | str | bytes | None) -> str:
     """What a page is before it reads anything: the site-wide salt, its path, its templates, its
     planned context, and its make's or body's function and arguments (or the body itself)."""
     if isinstance(fn, partial):
-        made = f"{fn.func.__module__}.{fn.func.__qualname__}{fn.args!r}{sorted(fn.keywords.items())!r}"
+        args = ", ".join(_repr_config(a) if isinstance(a, Config) else repr(a) for a in fn.args)
+        made = f"{fn.func.__module__}.{fn.func.__qualname__}({args}){sorted(fn.keywords.items())!r}"
     elif isinstance(fn, bytes):
         made = hashlib.sha256(fn).hexdigest()
     else:

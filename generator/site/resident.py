@@ -33,8 +33,8 @@ from ..core.catalog import Catalog, ParseResult, build_catalog
 from ..core.config import Config
 from .gitdates import git_dates, git_head
 from .markdown import pygments_css
-from .pages import Page, plan_pages, search_pages
-from .reads import Read
+from .pages import Page, plan_pages, reader_of, search_pages
+from .reads import Made, Read, Signature, stale_subjects
 from ..core.parallel import run_parallel
 from ..core.read import FileSig, read_source
 from .render import Renderer, static_files
@@ -63,7 +63,8 @@ class ResidentSite:
         self._sigs: dict[str, FileSig] = {}  # entry files parsed without error → their signature when read
         self._store: dict[str, Any] = {}  # the catalog's memo
         self._written: dict[str, str] = {}  # site path → key of its file (build.page_key, or the digest of its bytes)
-        self._reads: dict[str, tuple[Read, ...]] = {}  # rendered page → what it looked up when it rendered
+        self._made: dict[str, Made] = {}  # rendered page → its plan and what it looked up when it rendered
+        self._signatures: dict[str, Signature] = {}  # what the look-ups' subjects were (reads.Reader.signatures)
         self._indexed: dict[str, str] = {}  # the search index's files → the digest of their bytes
         self._renderer: Renderer | None = None
         self._dates: tuple[str | None, dict[str, str]] = (None, {})  # (git HEAD, git_dates then)
@@ -107,13 +108,19 @@ class ResidentSite:
         fixed.update(static_files(self.templates))
         fixed["static/pygments.css"] = pygments_css().encode("utf-8")
         keys: dict[str, str] = {}
-        reads: dict[str, tuple[Read, ...]] = {}
+        made_from: dict[str, Made] = {}
+        reader = reader_of(pages)
+        signatures = reader.signatures() if reader is not None else {}
+        moved = stale_subjects(self._signatures, signatures)
         redo: list[Page] = []  # pages to render
         for page in pages:
             if page.path in plans:
-                key = None if full else page_key(page, plans[page.path], self._reads.get(page.path))
+                before = self._made.get(page.path)
+                key = None if full else page_key(page, plans[page.path], before, self._written.get(page.path), moved)
                 if key is not None and key == self._written.get(page.path):
-                    keys[page.path], reads[page.path] = key, self._reads[page.path]
+                    keys[page.path] = key
+                    if before is not None:
+                        made_from[page.path] = before
                 else:
                     redo.append(page)
         with self._publish:
@@ -123,9 +130,10 @@ class ResidentSite:
                 rendered = [renderer.render_read(p) for p in redo]
                 made = [page_reads for _, page_reads in rendered]
             for page, page_reads in zip(redo, made):
-                key = page_key(page, plans[page.path], page_reads)
+                made_from[page.path] = Made.of(plans[page.path], page_reads)
+                key = page_key(page, plans[page.path], made_from[page.path])
                 assert key is not None  # its look-ups are known now
-                keys[page.path], reads[page.path] = key, page_reads
+                keys[page.path] = key
             written = {**keys, **{path: digest(data) for path, data in fixed.items()}}
             if full:
                 self._indexed = {path: digest(data) for path, data in index.items()}
@@ -134,7 +142,7 @@ class ResidentSite:
                 items = [(p.path, data) for p, (data, _) in zip(redo, rendered)]
                 items += [(path, data) for path, data in fixed.items() if written[path] != self._written.get(path)]
                 done = self._update(items, sorted(self._written.keys() - written.keys()))
-            self._written, self._reads = written, reads
+            self._written, self._made, self._signatures = written, made_from, signatures
         return Patched(tuple(done), catalog.warning_count, catalog, full)
 
     def _write_all(self, todo: list[Page], fixed: dict[str, bytes], renderer: Renderer) -> list[tuple[Read, ...]]:
