@@ -312,12 +312,13 @@ HOME_COMMON = 8  # entries the home page shows as the most common failures
 
 
 def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None, search: bool = True,
-               contents: Mapping[str, str] | None = None) -> list[Page]:
+               contents: Mapping[str, str] | None = None, before: Reader | None = None) -> list[Page]:
     """Every page of the site but the search index's files (`search_pages`), in a stable order.
     `search=False`: the search page says there is no index. `contents`: each entry file's digest
-    by path, what a page that shows an entry's content is keyed on (reads.Reader)."""
+    by path, what a page that shows an entry's content is keyed on; `before`: the last plan's
+    reader (reads.Reader)."""
     dates = dates or {}
-    reader = Reader(catalog, dates, contents)
+    reader = Reader(catalog, dates, contents, before)
     pages: list[Page] = []
     all_slugs = tuple(catalog.records)
 

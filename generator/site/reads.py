@@ -164,10 +164,16 @@ class View:
 
 class Reader:
     """The look-ups' values for one build: the catalog, the entries' git dates and the digest of
-    each entry file's bytes (`contents`, by path; None: each record is digested from its model)."""
+    each entry file's bytes (`contents`, by path; None: each record is digested from its model).
+    `before`: the reader of the last build, whose values (and cards) this one takes over for every
+    subject that did not change (the dev server keeps it; `forget` lets it go)."""
 
-    def __init__(self, catalog: Catalog, dates: Mapping[str, str], contents: Mapping[str, str] | None = None) -> None:
+    def __init__(self, catalog: Catalog, dates: Mapping[str, str], contents: Mapping[str, str] | None = None,
+                 before: "Reader | None" = None) -> None:
         self.catalog, self.dates, self.contents = catalog, dates, contents
+        self._before = before
+        self._stale: set[str] | None = None
+        self._signatures: dict[str, Signature] | None = None
         self._values: dict[Read, str] = {}
         self._cards: dict[str, dict[str, Any]] = {}
         self._matcher: dict[str, dict[str, Any]] = {}
@@ -187,19 +193,43 @@ class Reader:
     def view(self) -> View:
         return View(self)
 
+    def stale(self) -> set[str]:
+        """The subjects whose part of the catalog changed since `before` (all, without one)."""
+        if self._stale is None:
+            now = self.signatures()
+            self._stale = stale_subjects(self._before.signatures(), now) if self._before is not None else set(now)
+        return self._stale
+
+    def forget(self) -> None:
+        """Let the last build's reader go (it would keep every reader before it alive)."""
+        self.stale()
+        self._before = None
+
+    def _kept(self, slug: str) -> "Reader | None":
+        """The last build's reader, where the entry `slug` did not change since."""
+        before = self._before
+        return before if before is not None and slug not in self.stale() else None
+
     def signatures(self) -> dict[str, Signature]:
         """Every subject's part of the catalog: an entry's record, date and links; a category; the
         list of entries. Every look-up's value is made of its subject's part alone."""
+        if self._signatures is not None:
+            return self._signatures
         out: dict[str, Signature] = {
             slug: (self._record_value(slug), self.date(slug), self.linked("caused_by", slug), self.linked("backlinks", slug), self.linked("similar", slug))
             for slug in self.catalog.records
         }
         out.update((f"category:{name}", tuple(self.category(name).values())) for name in self.catalog.categories)
         out["slugs:"] = tuple(self.catalog.records)
+        self._signatures = out
         return out
 
     def card(self, slug: str) -> dict[str, Any]:
         if slug not in self._cards:
+            kept = self._kept(slug)
+            if kept is not None and slug in kept._cards:
+                self._cards[slug] = kept._cards[slug]
+                return self._cards[slug]
             rec = self.catalog.records[slug]
             self._cards[slug] = {"slug": slug, "category": rec.category, "url": entry_url(slug), "title": rec.head.title,
                                  "summary": rec.head.summary, "tags": rec.tags, "updated": self.date(slug)}
@@ -223,6 +253,10 @@ class Reader:
 
     def matcher_entry(self, slug: str) -> dict[str, Any]:
         if slug not in self._matcher:
+            kept = self._kept(slug)
+            if kept is not None and slug in kept._matcher:
+                self._matcher[slug] = kept._matcher[slug]
+                return self._matcher[slug]
             head = self.catalog.records[slug].head
             self._matcher[slug] = {"title": head.title, "url": entry_url(slug), "summary": head.summary, "fix": head.fix_summary,
                                    "steps": list(head.first_steps), "often_causes": list(head.often_causes)}
@@ -241,6 +275,10 @@ class Reader:
         """The digest of what the look-up returns now (a look-up of a missing thing has a value too)."""
         found = self._values.get(read)
         if found is None:
+            kept = self._kept(subject(read))
+            if kept is not None and read in kept._values:
+                found = self._values[read] = kept._values[read]
+                return found
             look = self._looks.get(read[0])  # a look-up this code no longer makes (an older cache): its page renders
             found = self._values[read] = _digest(repr(look(read[1])) if look is not None else f"unknown look-up {read!r}")
         return found

@@ -21,7 +21,6 @@ import errno
 import gc
 import http.server
 import json
-import os
 import secrets
 import socket
 import sys
