@@ -606,8 +606,8 @@ def test_a_field_added_to_the_cards_re_renders_the_listing_pages_when_it_changes
     the entry when only that field changes, with no key code naming it (reads.py)."""
     from generator.site.reads import Reader
 
-    card = Reader.card
-    monkeypatch.setattr(Reader, "card", lambda self, slug: {**card(self, slug), "fix": self.catalog.records[slug].head.fix_summary})
+    card = Reader._card  # what a card holds
+    monkeypatch.setattr(Reader, "_card", lambda self, slug: {**card(self, slug), "fix": self.catalog.records[slug].head.fix_summary})
     macros = project["templates"] / "_macros.html"
     macros.write_text(macros.read_text().replace("    <p>{{ c.summary }}</p>\n", '    <p>{{ c.summary }}</p>\n    <p class="fix">{{ c.fix }}</p>\n'))
 

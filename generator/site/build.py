@@ -271,15 +271,14 @@ def _build(
         cache.save_parsed(set(hashes.values()))  # the valid files stay known
         raise
     dates = git_dates(entries)
-    pages = plan_pages(catalog, config, dates, search, contents=hashes) + (search_pages(catalog, jobs) if search else [])
+    pages = plan_pages(catalog, config, dates, search, contents=hashes, before=cache.known) + (search_pages(catalog, jobs) if search else [])
 
     renderer = Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
     plans = page_plans(pages, config, search, renderer) if cache.enabled else {}  # a cold build keeps no keys
     keys: dict[str, str] = {}
     made_from: dict[str, Made] = {}
     reader = reader_of(pages)
-    signatures = reader.signatures() if cache.enabled and reader is not None else {}
-    stale = cache.stale(signatures)
+    stale = cache.numbers(reader.stale()) if cache.enabled and reader is not None else set()
     # An incremental build updates the site in place.
     same_site = cache.site == str(out_abs)  # the page keys describe this output folder
     writer = SiteWriter(out, update=bool(cache.pages) and same_site)
@@ -324,7 +323,7 @@ def _build(
         if cache.enabled:
             identities = {path: kept.get(path) or _identity(key, os.path.join(writer.out, path)) for path, key in keys.items()}
             cache.save(stamp, identities, out_abs, set(hashes.values()), len(catalog.records), _file_records(source, hashes, cache, started),
-                       made_from, signatures)
+                       made_from, reader.known() if reader is not None else None)
     finally:
         writer.finish()
     html = sum(p.path.endswith(".html") for p in pages)

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.problems import FailpediaError, SetupError
 
-from .reads import Made, Numbered, Read, Signature, stale_subjects
+from .reads import Known, Made, Numbered, Read
 
 if TYPE_CHECKING:
     from ..core.read import FileSig
@@ -243,7 +243,7 @@ class BuildCache:
     made: dict[str, Made] = field(default_factory=dict)  # page → what it was made from (load_parsed)
     _reads: list[Read] = field(default_factory=list, repr=False)  # the distinct look-ups `made` numbers
     _subjects: list[str] = field(default_factory=list, repr=False)  # the distinct subjects `made` numbers
-    _signatures: dict[str, Signature] = field(default_factory=dict, repr=False)  # subject → its part of the catalog then
+    known: Known | None = None  # what the last build's reader found (reads.Known)
     site: str = ""  # the output folder the page keys describe
     entries: int = 0  # entry pages of that site
     memo: MutableMapping[str, Any] = field(default_factory=dict)  # corpus-wide results by name, see catalog.Memo
@@ -283,8 +283,9 @@ class BuildCache:
         self.memo = MemoFiles(self.folder, self.key)
         reads = _unpickle(self.read_file("reads.pickle"))
         if isinstance(reads, dict) and reads.get("format") == FORMAT and reads.get("stamp") == self.stamp:
-            self._reads, self._subjects, self._signatures = reads["reads"], reads["subjects"], reads["signatures"]
+            self._reads, self._subjects = reads["reads"], reads["subjects"]
             self.made = {path: Made(plan, Numbered(self._reads, numbers), subjects) for path, (plan, numbers, subjects) in reads["pages"].items()}
+            self.known = Known(reads["signatures"], {self._reads[i]: value for i, value in reads["values"].items()})
         for shard in range(SHARDS):
             data = _unpickle(_read_signed(self._shard_path(shard, "parsed"), self.key))
             if (
@@ -295,12 +296,12 @@ class BuildCache:
             else:
                 self._dirty.add(shard)  # missing or stale: written again on save
 
-    def stale(self, signatures: dict[str, Signature]) -> set[int]:
-        """The numbers of the subjects whose signature is not what it was (reads.stale_subjects)."""
-        if not self._subjects:
+    def numbers(self, subjects: set[str]) -> set[int]:
+        """The numbers `made` knows these subjects by (a subject no page looked up has none)."""
+        if not self._subjects or not subjects:
             return set()
         number = {s: i for i, s in enumerate(self._subjects)}
-        return {number[s] for s in stale_subjects(self._signatures, signatures) if s in number}
+        return {number[s] for s in subjects if s in number}
 
     @property
     def enabled(self) -> bool:
@@ -374,25 +375,24 @@ class BuildCache:
             self.folder.mkdir(parents=True, exist_ok=True)
             _write_signed(self.folder / name, self.key, payload)
 
-    def _numbered(self, stamp: str, made: dict[str, Made], signatures: dict[str, Signature]) -> dict[str, Any]:
-        """`made` with its look-ups and subjects as numbers into two tables: the ones loaded, with
-        the new ones after them (a page kept from the last build keeps its numbers)."""
-        reads, subjects = list(self._reads), list(self._subjects)
-        read_number: dict[Read, int] | None = None
+    def _numbered(self, stamp: str, made: dict[str, Made], known: Known) -> dict[str, Any]:
+        """`made` and `known` with look-ups and subjects as numbers into two tables: the ones
+        loaded, with the new ones after them (a page kept from the last build keeps its numbers)."""
+        read_number = {r: i for i, r in enumerate(self._reads)}
         subject_number: dict[str, int] | None = None
         pages: dict[str, tuple[str, tuple[int, ...], tuple[int, ...]]] = {}
         for path, m in made.items():
             if isinstance(m.reads, Numbered) and m.reads.table is self._reads:
-                pages[path] = (m.plan, m.reads.numbers, tuple(int(s) for s in m.subjects))
+                pages[path] = (m.plan, m.reads.numbers, m.subjects)  # type: ignore[assignment]  # numbers, as loaded
                 continue
-            if read_number is None or subject_number is None:
-                read_number = {r: i for i, r in enumerate(reads)}
-                subject_number = {s: i for i, s in enumerate(subjects)}
+            if subject_number is None:
+                subject_number = {s: i for i, s in enumerate(self._subjects)}
             pages[path] = (m.plan, tuple(read_number.setdefault(r, len(read_number)) for r in m.reads),
                            tuple(subject_number.setdefault(str(s), len(subject_number)) for s in m.subjects))
-        if read_number is not None and subject_number is not None:
-            reads, subjects = list(read_number), list(subject_number)
-        return {"format": FORMAT, "stamp": stamp, "reads": reads, "subjects": subjects, "signatures": signatures, "pages": pages}
+        values = {read_number.setdefault(r, len(read_number)): v for r, v in known.values.items()}
+        subjects = list(subject_number) if subject_number is not None else self._subjects
+        return {"format": FORMAT, "stamp": stamp, "reads": list(read_number), "subjects": subjects, "signatures": dict(known.signatures),
+                "values": values, "pages": pages}
 
     def _shard_path(self, shard: int, kind: str) -> Path:
         assert self.folder is not None
@@ -400,10 +400,10 @@ class BuildCache:
 
     def save(self, stamp: str, pages: dict[str, str], site: Path, keep: set[str], entries: int,
              files: dict[str, tuple[FileSig, str]] | None = None, made: dict[str, Made] | None = None,
-             signatures: dict[str, Signature] | None = None) -> None:
+             known: Known | None = None) -> None:
         """Write the new state; `keep` are the digests of the entries still present, `files` the
         entry files a next build may skip reading (see `known_files`), `made` what each page was
-        made from, `signatures` every subject's part of the catalog (reads.Reader.signatures)."""
+        made from, `known` what this build's reader found (reads.Known)."""
         if self.folder is None:
             return
         self.save_parsed(keep)
@@ -412,7 +412,7 @@ class BuildCache:
             self.files = files
         if isinstance(self.memo, MemoFiles):
             self.memo.save()
-        if made is not None:
-            self.write_file("reads.pickle", pickle.dumps(self._numbered(stamp, made, signatures or {}), protocol=pickle.HIGHEST_PROTOCOL))
+        if made is not None and known is not None:
+            self.write_file("reads.pickle", pickle.dumps(self._numbered(stamp, made, known), protocol=pickle.HIGHEST_PROTOCOL))
         meta = {"format": FORMAT, "stamp": stamp, "site": str(site), "pages": pages, "entries": entries}
         _write_signed(self.folder / "pages.json", self.key, json.dumps(meta, sort_keys=True).encode("utf-8"))

@@ -28,7 +28,7 @@ from .gitdates import date_key
 from ..diagnosis.matcher import fingerprint_item, matcher_spec
 from ..core.schema import STACK_NAMES, Entry, entry_json_schema
 from ..search.files import PAIRS_ON_SEARCH_PAGE, search_files, search_files_key, tag_pairs
-from .reads import Read, Reader, View, category_url, check_plain, entry_url
+from .reads import Known, Read, Reader, View, category_url, check_plain, entry_url
 
 __all__ = ["PLATFORM_NAMES", "Page", "entry_url", "reader_of", "entry_data", "entry_fragments", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages", "search_pages", "verification"]
 
@@ -312,11 +312,11 @@ HOME_COMMON = 8  # entries the home page shows as the most common failures
 
 
 def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None, search: bool = True,
-               contents: Mapping[str, str] | None = None, before: Reader | None = None) -> list[Page]:
+               contents: Mapping[str, str] | None = None, before: Known | None = None) -> list[Page]:
     """Every page of the site but the search index's files (`search_pages`), in a stable order.
     `search=False`: the search page says there is no index. `contents`: each entry file's digest
-    by path, what a page that shows an entry's content is keyed on; `before`: the last plan's
-    reader (reads.Reader)."""
+    by path, what a page that shows an entry's content is keyed on; `before`: what the last
+    build's reader found (reads.Known)."""
     dates = dates or {}
     reader = Reader(catalog, dates, contents, before)
     pages: list[Page] = []

@@ -11,8 +11,8 @@ value changed changes the key, whatever the look-up was for, so a field added to
 
 The values are digests made once per build and shared by every page that made the same
 look-up. A page never rendered has no recorded look-ups: it is rendered, and its key made from
-what it read then. Each look-up reads one entry (its record, date or links), one category, or
-the list of entries: its subject. A build digests every subject once (`Reader.signatures`); a
+what it read then. Each look-up reads one subject: an entry (its record and date), the entries
+linked to one, a category, or the list of entries. A build digests every subject once (`Reader.signatures`); a
 page whose plan is the same and none of whose subjects changed keeps its key without its
 look-ups being valued again, which is what keeps a rebuild of 10,000 entries short.
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Any
 
@@ -33,14 +33,20 @@ from .gitdates import date_key
 if TYPE_CHECKING:  # the build cache imports this module before a build has work to do
     from ..core.catalog import Catalog, Record
 
-__all__ = ["Made", "Numbered", "Read", "Reader", "View", "category_url", "check_plain", "entry_url", "Signature", "plan_digest", "stale_subjects", "subject"]
+__all__ = ["Known", "Made", "Numbered", "Read", "Reader", "View", "category_url", "check_plain", "entry_url", "Signature", "plan_digest", "stale_subjects", "subject"]
 
 Read = tuple[str, str]  # (look-up, its argument): ("card", "gpu-oom")
 
 
+_LINKS = frozenset({"backlinks", "caused_by", "similar"})
+
+
 def subject(read: Read) -> str:
-    """What a look-up reads: an entry's slug, "category:<name>", or "slugs:" (the list of entries)."""
+    """What a look-up reads: an entry (its slug), the entries linked to it ("links:<slug>"), a
+    category ("category:<name>"), or the list of entries ("slugs:")."""
     what, which = read
+    if what in _LINKS:
+        return f"links:{which}"
     return f"category:{which}" if what == "category" else "slugs:" if what == "slugs" else which
 
 
@@ -151,8 +157,8 @@ class View:
         return self._reader.catalog.records[slug].head.fingerprints
 
     def value_of(self, read: Read) -> str:
-        """The digest of a look-up's value (`Reader.value`), not recorded: for the memo of
-        site-wide results, keyed on what the page also looks up."""
+        """The digest of a look-up's value (`Reader.value`), not recorded: what the memo of a
+        site-wide file's per-entry items is keyed on (the page also makes the look-up)."""
         return self._reader.value(read)
 
     @property
@@ -162,14 +168,25 @@ class View:
         return self._reader.catalog
 
 
+@dataclass(frozen=True)
+class Known:
+    """What a build's reader found: every subject's part of the catalog, and the look-ups' values
+    (and, in the dev server, the cards and matcher items) it made. The next build's reader takes
+    them over for every subject that did not change (the build cache keeps the first two)."""
+
+    signatures: Mapping[str, Signature]
+    values: Mapping[Read, str]
+    cards: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    matcher: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+
+
 class Reader:
     """The look-ups' values for one build: the catalog, the entries' git dates and the digest of
     each entry file's bytes (`contents`, by path; None: each record is digested from its model).
-    `before`: the reader of the last build, whose values (and cards) this one takes over for every
-    subject that did not change (the dev server keeps it; `forget` lets it go)."""
+    `before`: what the last build's reader found (`known`)."""
 
     def __init__(self, catalog: Catalog, dates: Mapping[str, str], contents: Mapping[str, str] | None = None,
-                 before: "Reader | None" = None) -> None:
+                 before: Known | None = None) -> None:
         self.catalog, self.dates, self.contents = catalog, dates, contents
         self._before = before
         self._stale: set[str] | None = None
@@ -197,43 +214,48 @@ class Reader:
         """The subjects whose part of the catalog changed since `before` (all, without one)."""
         if self._stale is None:
             now = self.signatures()
-            self._stale = stale_subjects(self._before.signatures(), now) if self._before is not None else set(now)
+            self._stale = stale_subjects(self._before.signatures, now) if self._before is not None else set(now)
         return self._stale
 
-    def forget(self) -> None:
-        """Let the last build's reader go (it would keep every reader before it alive)."""
-        self.stale()
-        self._before = None
+    def known(self) -> Known:
+        """What this reader found, for the next build's."""
+        return Known(self.signatures(), self._values, self._cards, self._matcher)
 
-    def _kept(self, slug: str) -> "Reader | None":
-        """The last build's reader, where the entry `slug` did not change since."""
+    def _kept(self, subject: str) -> Known | None:
+        """What the last build found, where `subject` did not change since."""
         before = self._before
-        return before if before is not None and slug not in self.stale() else None
+        return before if before is not None and subject not in self.stale() else None
 
     def signatures(self) -> dict[str, Signature]:
-        """Every subject's part of the catalog: an entry's record, date and links; a category; the
+        """Every subject's part of the catalog: an entry's record and date; the entries linked to it; a category; the
         list of entries. Every look-up's value is made of its subject's part alone."""
         if self._signatures is not None:
             return self._signatures
-        out: dict[str, Signature] = {
-            slug: (self._record_value(slug), self.date(slug), self.linked("caused_by", slug), self.linked("backlinks", slug), self.linked("similar", slug))
-            for slug in self.catalog.records
-        }
+        out: dict[str, Signature] = {slug: (self._record_value(slug), self.date(slug)) for slug in self.catalog.records}
+        out.update((f"links:{slug}", (self.linked("caused_by", slug), self.linked("backlinks", slug), self.linked("similar", slug)))
+                   for slug in self.catalog.records)
         out.update((f"category:{name}", tuple(self.category(name).values())) for name in self.catalog.categories)
         out["slugs:"] = tuple(self.catalog.records)
         self._signatures = out
         return out
 
-    def card(self, slug: str) -> dict[str, Any]:
-        if slug not in self._cards:
+    def _per_entry(self, name: str, slug: str, make: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+        """An entry's card or matcher item (`name`: which memo), made once per build, or taken
+        over from the last build's reader where the entry did not change."""
+        mine: dict[str, dict[str, Any]] = getattr(self, f"_{name}")
+        if slug not in mine:
             kept = self._kept(slug)
-            if kept is not None and slug in kept._cards:
-                self._cards[slug] = kept._cards[slug]
-                return self._cards[slug]
-            rec = self.catalog.records[slug]
-            self._cards[slug] = {"slug": slug, "category": rec.category, "url": entry_url(slug), "title": rec.head.title,
-                                 "summary": rec.head.summary, "tags": rec.tags, "updated": self.date(slug)}
-        return self._cards[slug]
+            theirs: Mapping[str, dict[str, Any]] = getattr(kept, name) if kept is not None else {}
+            mine[slug] = theirs[slug] if slug in theirs else make(slug)
+        return mine[slug]
+
+    def card(self, slug: str) -> dict[str, Any]:
+        return self._per_entry("cards", slug, self._card)
+
+    def _card(self, slug: str) -> dict[str, Any]:
+        rec = self.catalog.records[slug]
+        return {"slug": slug, "category": rec.category, "url": entry_url(slug), "title": rec.head.title, "summary": rec.head.summary,
+                "tags": rec.tags, "updated": self.date(slug)}
 
     def title(self, slug: str) -> str | None:
         rec = self.catalog.records.get(slug)
@@ -252,15 +274,12 @@ class Reader:
         return self.dates.get(date_key(rec.category, slug), "") if rec is not None else ""
 
     def matcher_entry(self, slug: str) -> dict[str, Any]:
-        if slug not in self._matcher:
-            kept = self._kept(slug)
-            if kept is not None and slug in kept._matcher:
-                self._matcher[slug] = kept._matcher[slug]
-                return self._matcher[slug]
-            head = self.catalog.records[slug].head
-            self._matcher[slug] = {"title": head.title, "url": entry_url(slug), "summary": head.summary, "fix": head.fix_summary,
-                                   "steps": list(head.first_steps), "often_causes": list(head.often_causes)}
-        return self._matcher[slug]
+        return self._per_entry("matcher", slug, self._matcher_entry)
+
+    def _matcher_entry(self, slug: str) -> dict[str, Any]:
+        head = self.catalog.records[slug].head
+        return {"title": head.title, "url": entry_url(slug), "summary": head.summary, "fix": head.fix_summary, "steps": list(head.first_steps),
+                "often_causes": list(head.often_causes)}
 
     def _record_value(self, slug: str) -> str | None:
         """A record is its file (path and bytes: the model, head and fragments are made from them
@@ -276,8 +295,8 @@ class Reader:
         found = self._values.get(read)
         if found is None:
             kept = self._kept(subject(read))
-            if kept is not None and read in kept._values:
-                found = self._values[read] = kept._values[read]
+            if kept is not None and read in kept.values:
+                found = self._values[read] = kept.values[read]
                 return found
             look = self._looks.get(read[0])  # a look-up this code no longer makes (an older cache): its page renders
             found = self._values[read] = _digest(repr(look(read[1])) if look is not None else f"unknown look-up {read!r}")

@@ -34,7 +34,7 @@ from ..core.config import Config
 from .gitdates import git_dates, git_head
 from .markdown import pygments_css
 from .pages import Page, plan_pages, reader_of, search_pages
-from .reads import Made, Read, Reader
+from .reads import Known, Made, Read
 from ..core.parallel import run_parallel
 from ..core.read import FileSig, read_source
 from .render import Renderer, static_files
@@ -64,7 +64,7 @@ class ResidentSite:
         self._store: dict[str, Any] = {}  # the catalog's memo
         self._written: dict[str, str] = {}  # site path → key of its file (build.page_key, or the digest of its bytes)
         self._made: dict[str, Made] = {}  # rendered page → its plan and what it looked up when it rendered
-        self._reader: Reader | None = None  # the last patch's: its look-ups' values, taken over where nothing changed
+        self._known: Known | None = None  # what the last patch's reader found, taken over where nothing changed
         self._indexed: dict[str, str] = {}  # the search index's files → the digest of their bytes
         self._renderer: Renderer | None = None
         self._dates: tuple[str | None, dict[str, str]] = (None, {})  # (git HEAD, git_dates then)
@@ -100,7 +100,7 @@ class ResidentSite:
 
         catalog = build_catalog(source, results, self._store)
         dates = self._git_dates()
-        pages = plan_pages(catalog, self.config, dates, search=True, contents=hashes, before=self._reader)
+        pages = plan_pages(catalog, self.config, dates, search=True, contents=hashes, before=self._known)
         full = not self._written or not self.out.is_dir()
         index = {p.path: renderer.render_bytes(p) for p in search_pages(catalog)} if full else {}  # later, update_index
         plans = page_plans(pages, self.config, True, renderer)
@@ -142,9 +142,7 @@ class ResidentSite:
                 items += [(path, data) for path, data in fixed.items() if written[path] != self._written.get(path)]
                 done = self._update(items, sorted(self._written.keys() - written.keys()))
             self._written, self._made = written, made_from
-            if reader is not None:
-                reader.forget()
-            self._reader = reader
+            self._known = reader.known() if reader is not None else None
         return Patched(tuple(done), catalog.warning_count, catalog, full)
 
     def _write_all(self, todo: list[Page], fixed: dict[str, bytes], renderer: Renderer) -> list[tuple[Read, ...]]:
