@@ -183,14 +183,15 @@ def _unchanged(recorded: str | None, key: str, previous: str) -> bool:
     return recorded is not None and recorded == _identity(key, previous)
 
 
-def render_pages(renderer: Renderer, todo: list[tuple[Page, str]], jobs: int | None) -> list[tuple[Read, ...]]:
+def render_pages(renderer: Renderer, todo: list[tuple[Page, str]], jobs: int | None, keep_reads: bool = True) -> list[tuple[Read, ...]]:
     """Render each page straight into the place reserved for it (SiteWriter.reserve), in forked
-    workers when there are many and no other thread runs; returns what each page looked up."""
+    workers when there are many and no other thread runs; returns what each page looked up
+    (nothing, without `keep_reads`: a cold build keeps no keys)."""
     global _RENDERER
     _RENDERER = renderer
     for name in sorted({p.template for p, _ in todo if p.template}):
         renderer.load(name)  # compiled once, before the workers fork
-    return run_parallel(_render_to, todo, jobs=jobs, min_items=32)
+    return run_parallel(_render_to if keep_reads else _render_only, todo, jobs=jobs, min_items=32)
 
 
 def _render_to(item: tuple[Page, str]) -> tuple[Read, ...]:
@@ -199,6 +200,11 @@ def _render_to(item: tuple[Page, str]) -> tuple[Read, ...]:
     data, reads = _RENDERER.render_read(page)
     write_file(target, data, page.path)
     return reads
+
+
+def _render_only(item: tuple[Page, str]) -> tuple[Read, ...]:
+    _render_to(item)
+    return ()
 
 
 _RENDERER: Renderer  # set before the workers fork, so they inherit it
@@ -304,7 +310,7 @@ def _build(
                     continue
             todo.append((page, writer.reserve(page.path)))
         progress(f"rendering {len(todo)} files")
-        made = render_pages(renderer, todo, jobs)
+        made = render_pages(renderer, todo, jobs, keep_reads=cache.enabled)
         rendered = len(todo)
         if cache.enabled:
             for (page, _), page_reads in zip(todo, made):
