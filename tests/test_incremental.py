@@ -336,8 +336,9 @@ def test_the_fingerprint_file_is_the_matcher_spec_and_its_list_is_reused_until_a
 
     from generator.site.pages import plan_pages
 
-    plan_pages(build_catalog(read_source(project["entries"]), store=store), CONFIG)
-    assert "fingerprints.json" in store  # made while planning, in the build's own process: render workers' memos are lost
+    pages = plan_pages(build_catalog(read_source(project["entries"]), store=store), CONFIG)
+    # rendered in the build's own process (render_pages), since render workers' memos are lost
+    assert {p.path for p in pages if p.here} == {"api/entries.json", "api/fingerprints.json"}
     first = check()
     CHANGES["entry text"](project)  # a summary: in the file, but not in the fingerprint list
     assert check() == first

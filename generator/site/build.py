@@ -185,13 +185,18 @@ def _unchanged(recorded: str | None, key: str, previous: str) -> bool:
 
 def render_pages(renderer: Renderer, todo: list[tuple[Page, str]], jobs: int | None, keep_reads: bool = True) -> list[tuple[Read, ...]]:
     """Render each page straight into the place reserved for it (SiteWriter.reserve), in forked
-    workers when there are many and no other thread runs; returns what each page looked up
-    (nothing, without `keep_reads`: a cold build keeps no keys)."""
+    workers when there are many and no other thread runs, but for the pages made `here`, whose
+    memoised parts the build cache keeps; returns what each page looked up (nothing, without
+    `keep_reads`: a cold build keeps no keys and no memo)."""
     global _RENDERER
     _RENDERER = renderer
     for name in sorted({p.template for p, _ in todo if p.template}):
         renderer.load(name)  # compiled once, before the workers fork
-    return run_parallel(_render_to if keep_reads else _render_only, todo, jobs=jobs, min_items=32)
+    here = {i for i, (page, _) in enumerate(todo) if page.here} if keep_reads else set()  # a cold build keeps no memo either
+    made = dict(zip(sorted(here), (_render_to(todo[i]) for i in sorted(here))))
+    rest = [i for i in range(len(todo)) if i not in here]
+    made.update(zip(rest, run_parallel(_render_to if keep_reads else _render_only, [todo[i] for i in rest], jobs=jobs, min_items=32)))
+    return [made[i] if keep_reads else () for i in range(len(todo))]
 
 
 def _render_to(item: tuple[Page, str]) -> tuple[Read, ...]:

@@ -283,9 +283,12 @@ class BuildCache:
         self.memo = MemoFiles(self.folder, self.key)
         reads = _unpickle(self.read_file("reads.pickle"))
         if isinstance(reads, dict) and reads.get("format") == FORMAT and reads.get("stamp") == self.stamp:
-            self._reads, self._subjects = reads["reads"], reads["subjects"]
-            self.made = {path: Made(plan, Numbered(self._reads, numbers), subjects) for path, (plan, numbers, subjects) in reads["pages"].items()}
-            self.known = Known(reads["signatures"], {self._reads[i]: value for i, value in reads["values"].items()})
+            try:
+                self._reads, self._subjects = reads["reads"], reads["subjects"]
+                self.made = {path: Made(plan, Numbered(self._reads, numbers), subjects) for path, (plan, numbers, subjects) in reads["pages"].items()}
+                self.known = Known(reads["signatures"], {self._reads[i]: value for i, value in reads["values"].items()})
+            except (KeyError, TypeError, ValueError, IndexError):  # written by other code: every page renders
+                self._reads, self._subjects, self.made, self.known = [], [], {}, None
         for shard in range(SHARDS):
             data = _unpickle(_read_signed(self._shard_path(shard, "parsed"), self.key))
             if (

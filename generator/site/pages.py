@@ -46,6 +46,7 @@ class Page:
     make: partial[dict[str, Any]] | None = None
     about: tuple[str, ...] = ()  # the entries the page shows: its date in the sitemap
     in_sitemap: bool = False
+    here: bool = False  # rendered in the build's process, not a worker (what it memoises is kept)
     reader: Reader | None = field(default=None, repr=False, compare=False)  # what `make` and `body` read through
 
     def __post_init__(self) -> None:
@@ -449,13 +450,9 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         )
     )
     # Site-wide files, made of the cards and the matcher's fields: an edit to an entry's body rewrites neither.
-    pages.append(Page("api/entries.json", body=partial(_entries_index), reader=reader))
-    pages.append(Page("api/fingerprints.json", body=partial(_fingerprints_body), reader=reader))
-    if catalog.memo is not None:  # their parts made here, not in a render worker, so that the build cache keeps them
-        view = reader.view()
-        _fingerprint_list_json(catalog, {slug: view.fingerprints(slug) for slug in catalog.records})
-        _matcher_items(view, tuple(catalog.records))
-        _index_items(view)
+    # made in the build's own process: the memo of their per-entry items is kept by the build cache
+    pages.append(Page("api/entries.json", body=partial(_entries_index), reader=reader, here=True))
+    pages.append(Page("api/fingerprints.json", body=partial(_fingerprints_body), reader=reader, here=True))
     pages.append(Page("schema/entry.json", body=_schema_text()))
     return pages
 

@@ -244,6 +244,9 @@ class Reader:
         """An entry's card or matcher item (`name`: which memo), made once per build, or taken
         over from the last build's reader where the entry did not change."""
         mine: dict[str, dict[str, Any]] = getattr(self, f"_{name}")
+        found = mine.get(slug)
+        if found is not None:
+            return found
         if slug not in mine:
             kept = self._kept(slug)
             theirs: Mapping[str, dict[str, Any]] = getattr(kept, name) if kept is not None else {}
