@@ -52,7 +52,7 @@ def test_wheel_carries_the_encyclopedia(installed: tuple[Path, Path]) -> None:
     assert len(shipped) == len(list((ROOT / "entries").rglob("*.yaml")))
     assert "generator/bundle/fingerprints.json" in names and "generator/bundle/templates/base.html" in names
     # the compiled metric reader is built into the wheel, and the installed tool loads it
-    assert any(n.startswith("generator/_scan.") and n.endswith(".so") for n in names), names
+    assert any(n.startswith("generator/core/_scan.") and n.endswith(".so") for n in names), names
     python = script.parent / "python"
     fast = subprocess.run([str(python), "-c", "import generator.core.metrics as m; print(m.FAST)"], capture_output=True, text=True, cwd=_job)
     assert fast.stdout.strip() == "True", fast.stderr
