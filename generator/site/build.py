@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 # The stages (pydantic, jinja2, markdown-it, Pygments: ~0.4 s of imports) load only once a
 # build has work to do, so a no-op rebuild answers before importing them.
 
-__all__ = ["BuildResult", "build", "load_catalog", "page_key", "page_plans", "parse_one", "rare_collections", "render_pages"]
+__all__ = ["BuildResult", "build", "keyed", "load_catalog", "page_key", "page_plans", "parse_one", "rare_collections", "render_pages"]
 
 DEFAULT_CACHE = Path(".cache") / "build"  # what the CLI uses unless --no-cache or --cache-dir
 
@@ -169,6 +169,16 @@ def page_key(page: Page, plan: str, before: Made | None, key_before: str | None 
     return page.reader.key(plan, before.reads)
 
 
+def keyed(page: Page, plan: str, reads: tuple[Read, ...]) -> tuple[str, Made]:
+    """A page just rendered: its key, made from what it looked up, and that record for the next build."""
+    from .reads import Made
+
+    made = Made.of(plan, reads)
+    key = page_key(page, plan, made)
+    assert key is not None  # its look-ups are known now
+    return key, made
+
+
 def _identity(key: str, path: str) -> str:
     """A page's key plus the identity of the file this build wrote for it (inode, size, mtime):
     a file replaced since, e.g. by a checkout that commits site/, is rendered again, not trusted."""
@@ -196,7 +206,7 @@ def render_pages(renderer: Renderer, todo: list[tuple[Page, str]], jobs: int | N
     made = dict(zip(sorted(here), (_render_to(todo[i]) for i in sorted(here))))
     rest = [i for i in range(len(todo)) if i not in here]
     made.update(zip(rest, run_parallel(_render_to if keep_reads else _render_only, [todo[i] for i in rest], jobs=jobs, min_items=32)))
-    return [made[i] if keep_reads else () for i in range(len(todo))]
+    return [made[i] for i in range(len(todo))]
 
 
 def _render_to(item: tuple[Page, str]) -> tuple[Read, ...]:
@@ -265,7 +275,6 @@ def _build(
     from .markdown import pygments_css
     from .pages import plan_pages, reader_of, search_pages
     from ..core.read import read_source
-    from .reads import Made
     from .render import Renderer, TemplateCache, static_files
 
     cache.load_parsed()
@@ -319,10 +328,7 @@ def _build(
         rendered = len(todo)
         if cache.enabled:
             for (page, _), page_reads in zip(todo, made):
-                made_from[page.path] = Made.of(plans[page.path], page_reads)
-                key = page_key(page, plans[page.path], made_from[page.path])
-                assert key is not None  # its look-ups are known now
-                keys[page.path] = key
+                keys[page.path], made_from[page.path] = keyed(page, plans[page.path], page_reads)
         for path, data in static_files(templates):
             writer.add(path, data)
         writer.add("static/pygments.css", pygments_css())

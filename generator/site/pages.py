@@ -251,7 +251,8 @@ def _index_items(view: View) -> list[bytes]:
 
 def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
     """The one matcher definition shared by the Python and browser diagnosers."""
-    return {"version": 1, "flags": "", "fingerprints": _fingerprint_list(catalog), "entries": _matcher_entries(catalog)}
+    return {"version": 1, "flags": "", "fingerprints": _fingerprint_list({slug: rec.head.fingerprints for slug, rec in catalog.records.items()}),
+            "entries": _matcher_entries(catalog)}
 
 
 def fingerprints_file(catalog: Catalog) -> bytes:
@@ -281,14 +282,14 @@ def _fingerprints_digest(catalog: Catalog) -> str:
 def _fingerprint_list_json(catalog: Catalog, fingerprints: Mapping[str, tuple[Any, ...]]) -> bytes:
     """The list of every entry's fingerprints, kept while none changed (their digest)."""
     def made(_: Catalog) -> bytes:
-        items = [fingerprint_item(slug, i, fp) for slug, fps in fingerprints.items() for i, fp in enumerate(fps)]
-        return _json(matcher_spec({"fingerprints": items})["fingerprints"])[:-1].encode("utf-8")
+        return _json(matcher_spec({"fingerprints": _fingerprint_list(fingerprints)})["fingerprints"])[:-1].encode("utf-8")
 
     return catalog.derived("fingerprints.json", made, _fingerprints_digest(catalog))
 
 
-def _fingerprint_list(catalog: Catalog) -> list[dict[str, Any]]:
-    return [fingerprint_item(slug, i, fp) for slug, rec in catalog.records.items() for i, fp in enumerate(rec.head.fingerprints)]
+def _fingerprint_list(fingerprints: Mapping[str, tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """Every entry's fingerprints (slug → its heads) as the matcher definition lists them."""
+    return [fingerprint_item(slug, i, fp) for slug, fps in fingerprints.items() for i, fp in enumerate(fps)]
 
 
 def _matcher_entries(catalog: Catalog) -> dict[str, Any]:
@@ -449,8 +450,8 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
             },
         )
     )
-    # Site-wide files, made of the cards and the matcher's fields: an edit to an entry's body rewrites neither.
-    # made in the build's own process: the memo of their per-entry items is kept by the build cache
+    # Site-wide files, made of the cards and the matcher's fields (an edit to an entry's body rewrites
+    # neither), in the build's own process (`here`): the build cache keeps their per-entry items' memo.
     pages.append(Page("api/entries.json", body=partial(_entries_index), reader=reader, here=True))
     pages.append(Page("api/fingerprints.json", body=partial(_fingerprints_body), reader=reader, here=True))
     pages.append(Page("schema/entry.json", body=_schema_text()))

@@ -27,7 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .build import page_key, page_plans, parse_one, rare_collections, render_pages
+from .build import keyed, page_key, page_plans, parse_one, rare_collections, render_pages
 from .cache import digest
 from ..core.catalog import Catalog, ParseResult, build_catalog
 from ..core.config import Config
@@ -129,10 +129,7 @@ class ResidentSite:
                 rendered = [renderer.render_read(p) for p in redo]
                 made = [page_reads for _, page_reads in rendered]
             for page, page_reads in zip(redo, made):
-                made_from[page.path] = Made.of(plans[page.path], page_reads)
-                key = page_key(page, plans[page.path], made_from[page.path])
-                assert key is not None  # its look-ups are known now
-                keys[page.path] = key
+                keys[page.path], made_from[page.path] = keyed(page, plans[page.path], page_reads)
             written = {**keys, **{path: digest(data) for path, data in fixed.items()}}
             if full:
                 self._indexed = {path: digest(data) for path, data in index.items()}
