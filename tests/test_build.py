@@ -254,8 +254,9 @@ def test_no_search_build_leaves_out_the_search_index(sample: Path) -> None:
     renderer = Renderer(config)
     htmls = []
     for search in (True, False):
-        pages = plan_pages(catalog, config, {}, search)
+        plan = plan_pages(catalog, config, {}, search)
+        pages = plan.pages
         assert not any(p.path.startswith("search/") and p.path != "search/index.html" for p in pages)  # the index is planned apart
         assert any(p.path == "search/meta.json" for p in search_pages(catalog)) and any(p.path == "search/index.html" for p in pages)
-        htmls.append(renderer.render(next(p for p in pages if p.path == "ddp-oom/index.html")))
+        htmls.append(renderer.render(next(p for p in pages if p.path == "ddp-oom/index.html"), plan.reader))
     assert htmls[0] == htmls[1] and "Quick answer" in htmls[0]

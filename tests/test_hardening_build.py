@@ -111,7 +111,8 @@ def render_site(files: dict[str, Any]) -> dict[str, str]:
                     ("entries/categories.yaml", to_bytes(files["categories.yaml"])), entries, ())
     catalog = build_catalog(source)
     renderer = Renderer(CONFIG)
-    return {page.path: renderer.render(page) for page in plan_pages(catalog, CONFIG, {}) + search_pages(catalog)}
+    plan = plan_pages(catalog, CONFIG, {})
+    return {page.path: renderer.render(page, plan.reader) for page in plan.pages + search_pages(catalog)}
 
 
 def hostile_files(line_vectors: list[str], text: str) -> dict[str, Any]:

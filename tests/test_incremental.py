@@ -336,7 +336,7 @@ def test_the_fingerprint_file_is_the_matcher_spec_and_its_list_is_reused_until_a
 
     from generator.site.pages import plan_pages
 
-    pages = plan_pages(build_catalog(read_source(project["entries"]), store=store), CONFIG)
+    pages = plan_pages(build_catalog(read_source(project["entries"]), store=store), CONFIG).pages
     # rendered in the build's own process (render_pages), since render workers' memos are lost
     assert {p.path for p in pages if p.here} == {"api/entries.json", "api/fingerprints.json"}
     first = check()
@@ -637,10 +637,11 @@ def test_a_page_cannot_read_around_its_key(tmp_path) -> None:
 
     catalog = build_catalog(read_source(write_tree(tmp_path / "entries", sample_files())))
     reader = Reader(catalog, {})
-    Page("ok/index.html", "tag.html", make=partial(_cards, ("gpu-oom",)), reader=reader)
+    ok = Page("ok/index.html", "tag.html", make=partial(_cards, ("gpu-oom",)))
+    assert ok.made(reader)[1] == (("card", "gpu-oom"),)
     with pytest.raises(TypeError, match="module-level function"):
-        Page("x/index.html", "tag.html", make=lambda view: {"entries": [catalog.records["gpu-oom"].head.title]}, reader=reader)  # type: ignore[arg-type]
+        Page("x/index.html", "tag.html", make=lambda view: {"entries": [catalog.records["gpu-oom"].head.title]})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="not a plain value"):
-        Page("x/index.html", "tag.html", make=partial(_cards, catalog), reader=reader)  # type: ignore[arg-type]
+        Page("x/index.html", "tag.html", make=partial(_cards, catalog))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="needs the reader"):
-        Page("x/index.html", "tag.html", make=partial(_cards, ("gpu-oom",)))
+        ok.made()

@@ -30,14 +30,12 @@ def _make_corpus(out: Path, count: int) -> None:
 def _reader(entries: Path, dates: dict[str, str]) -> tuple[Reader, set[Read]]:
     catalog = load_catalog(entries)
     contents = {rec.path: hashlib.sha256(Path(rec.path).read_bytes()).hexdigest() for rec in catalog.records.values()}
-    pages = plan_pages(catalog, Config(base_url="https://example.org/"), dates, contents=contents)
+    plan = plan_pages(catalog, Config(base_url="https://example.org/"), dates, contents=contents)
     reads: set[Read] = set()
-    for page in pages:
-        if page.make is not None or callable(page.body):
-            reads.update(page.made()[1])
-    reader = pages[0].reader
-    assert reader is not None
-    return reader, reads
+    for page in plan.pages:
+        if page.reads:
+            reads.update(page.made(plan.reader)[1])
+    return plan.reader, reads
 
 
 def _edit(path: Path, change) -> None:

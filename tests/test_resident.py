@@ -51,6 +51,7 @@ def test_a_resident_site_patched_through_every_kind_of_change_equals_a_cold_buil
     site = ResidentSite(project["entries"], project["site"], CONFIG, project["templates"], jobs=1)
     assert site.patch().full
     changes = {**CHANGES, **MORE}
+    taken: set[str] = set()  # the kinds of plan part some patch took over
     for step in STEPS:
         name = " + ".join(step)
         before = _signatures(project["entries"], project["templates"])
@@ -73,10 +74,12 @@ def test_a_resident_site_patched_through_every_kind_of_change_equals_a_cold_buil
         build(project["entries"], project["cold"], CONFIG, project["templates"], search=True, cache_dir=None, jobs=1)
         assert tree_digest(project["site"]) == tree_digest(project["cold"]), name
         _assert_kept_keys_are_what_the_look_ups_give_now(site, patched.catalog, name)
+        taken |= _assert_the_plan_taken_over_is_a_fresh_one(site, patched.catalog, name)
         if "entry text" in step:  # a summary: the pages that show gpu-oom, and no other
             pages = {p for p in patched.changed if p.endswith(".html")}
             assert "gpu-oom/index.html" in pages and all("gpu-oom" in (project["site"] / p).read_text() for p in pages)
             assert len(pages) < sum(1 for _ in project["site"].rglob("*.html"))
+    assert taken == {"entry", "listing", "relevance", "sitemap", "plan"}
 
 
 def _assert_kept_keys_are_what_the_look_ups_give_now(site: ResidentSite, catalog, name: str) -> None:
@@ -91,6 +94,40 @@ def _assert_kept_keys_are_what_the_look_ups_give_now(site: ResidentSite, catalog
     for path in checked:
         made = site._made[path]
         assert reader.key(made.plan, made.reads) == site._written[path], (name, path)
+
+
+def _plain_page(page):
+    """A page as what it is (a partial compares by identity)."""
+    def made(fn):
+        return (fn.func, fn.args, fn.keywords) if callable(fn) else fn
+    return (page.path, page.template, page.context, made(page.body), made(page.make), page.about, page.in_sitemap, page.here)
+
+
+def _assert_the_plan_taken_over_is_a_fresh_one(site: ResidentSite, catalog, name: str) -> set[str]:
+    """Every part of the plan a patch took over from the last (reuse.Reuse: an entry's pages, a
+    listing's, the lists' order, the sitemap, each page's plan digest) is what planning afresh makes."""
+    from generator.site.build import page_plans
+    from generator.site.pages import Page, plan_pages
+    from generator.site.reuse import Reuse
+
+    assert site._reuse is not None and site._renderer is not None
+    fresh = Reuse()
+    plan = plan_pages(catalog, CONFIG, site._dates[1], search=True, contents={path: h for path, (h, _) in site._parsed.items()}, reuse=fresh)
+    page_plans(plan.pages, CONFIG, True, site._renderer, fresh)
+    kept, now = site._reuse._now, fresh._now
+    assert kept.keys() == now.keys(), name
+    taken = [k for k in kept if kept[k] is site._reuse._before.get(k)]
+    if "template" not in name:
+        assert any(k.startswith("plan:") for k in taken), name
+    for k in taken:
+        ours, theirs = kept[k][2], now[k][2]
+        if isinstance(ours, tuple) and ours and isinstance(ours[0], Page):
+            assert list(map(_plain_page, ours)) == list(map(_plain_page, theirs)), (name, k)
+        elif isinstance(ours, Page):
+            assert _plain_page(ours) == _plain_page(theirs), (name, k)
+        else:
+            assert ours == theirs, (name, k)
+    return {k.partition(":")[0] for k in taken}
 
 
 def test_an_unchanged_input_patches_nothing(project) -> None:  # noqa: F811

@@ -29,7 +29,8 @@ from .write import SiteWriter, write_file
 if TYPE_CHECKING:
     from ..core.catalog import Catalog, ParseResult
     from .pages import Page
-    from .reads import Made, Read
+    from .reads import Made, Read, Reader
+    from .reuse import Reuse
     from ..core.read import FileSig, Source
     from .render import Renderer
 
@@ -142,39 +143,43 @@ def parse_one(item: tuple[str, bytes], kept: bool) -> ParseResult:
     return parsed.slim(), problems
 
 
-def page_plans(pages: list[Page], config: Config, search: bool, templates: Renderer) -> dict[str, str]:
+def page_plans(pages: list[Page], config: Config, search: bool, templates: Renderer, reuse: Reuse | None = None) -> dict[str, str]:
     """The digest of each rendered page's plan (reads.plan_digest): the site-wide salt (the
     generator's code and the settings), its path, templates and planned context, and the
-    function and arguments of its `make` or `body`."""
+    function and arguments of its `make` or `body`. With `reuse` (the plan's), the digest of a
+    page taken over from the last plan, under the same salt and templates, is taken over too."""
     from .reads import plan_digest
+    from .reuse import Reuse
 
+    reuse = reuse or Reuse()
     salt = digest(code_version(), repr(config), str(search))
     return {
-        p.path: plan_digest(salt, p.path, templates.template_key(p.template) if p.template else "", p.context, p.make or p.body)
+        p.path: reuse(f"plan:{p.path}", plan_digest, salt, p.path, templates.template_key(p.template) if p.template else "", p.context, p.make or p.body)
         for p in pages if p.template is not None or callable(p.body)
     }
 
 
-def page_key(page: Page, plan: str, before: Made | None, key_before: str | None = None, stale: AbstractSet[str | int] = frozenset(),
-             ) -> str | None:
-    """A rendered page's key: its plan and the current values of the look-ups it made when it last
-    rendered (`before`; None: unknown, so no key, and the page renders). The key it had
-    (`key_before`) stands when its plan is the same and none of its look-ups' subjects is `stale`."""
-    if page.reader is None or (page.make is None and not callable(page.body)):
+def page_key(page: Page, plan: str, reader: Reader, before: Made | None, key_before: str | None = None,
+             stale: AbstractSet[str | int] = frozenset()) -> str | None:
+    """A rendered page's key: its plan and the current values (by the plan's `reader`) of the
+    look-ups it made when it last rendered (`before`; None: unknown, so no key, and the page
+    renders). The key it had (`key_before`) stands when its plan is the same and none of its
+    look-ups' subjects is `stale`."""
+    if not page.reads:
         return plan  # it reads nothing
     if before is None:
         return None
     if key_before is not None and before.plan == plan and stale.isdisjoint(before.subjects):
         return key_before
-    return page.reader.key(plan, before.reads)
+    return reader.key(plan, before.reads)
 
 
-def keyed(page: Page, plan: str, reads: tuple[Read, ...]) -> tuple[str, Made]:
+def keyed(page: Page, plan: str, reader: Reader, reads: tuple[Read, ...]) -> tuple[str, Made]:
     """A page just rendered: its key, made from what it looked up, and that record for the next build."""
     from .reads import Made
 
     made = Made.of(plan, reads)
-    key = page_key(page, plan, made)
+    key = page_key(page, plan, reader, made)
     assert key is not None  # its look-ups are known now
     return key, made
 
@@ -193,13 +198,14 @@ def _unchanged(recorded: str | None, key: str, previous: str) -> bool:
     return recorded is not None and recorded == _identity(key, previous)
 
 
-def render_pages(renderer: Renderer, todo: list[tuple[Page, str]], jobs: int | None, keep_reads: bool = True) -> list[tuple[Read, ...]]:
+def render_pages(renderer: Renderer, reader: Reader, todo: list[tuple[Page, str]], jobs: int | None, keep_reads: bool = True,
+                 ) -> list[tuple[Read, ...]]:
     """Render each page straight into the place reserved for it (SiteWriter.reserve), in forked
     workers when there are many and no other thread runs, but for the pages made `here`, whose
     memoised parts the build cache keeps; returns what each page looked up (nothing, without
     `keep_reads`: a cold build keeps no keys and no memo)."""
-    global _RENDERER
-    _RENDERER = renderer
+    global _RENDERER, _READER
+    _RENDERER, _READER = renderer, reader
     for name in sorted({p.template for p, _ in todo if p.template}):
         renderer.load(name)  # compiled once, before the workers fork
     here = {i for i, (page, _) in enumerate(todo) if page.here} if keep_reads else set()  # a cold build keeps no memo either
@@ -212,7 +218,7 @@ def render_pages(renderer: Renderer, todo: list[tuple[Page, str]], jobs: int | N
 def _render_to(item: tuple[Page, str]) -> tuple[Read, ...]:
     """Render one page straight into its place in the new site (runs in a worker)."""
     page, target = item
-    data, reads = _RENDERER.render_read(page)
+    data, reads = _RENDERER.render_read(page, _READER)
     write_file(target, data, page.path)
     return reads
 
@@ -222,7 +228,8 @@ def _render_only(item: tuple[Page, str]) -> tuple[Read, ...]:
     return ()
 
 
-_RENDERER: Renderer  # set before the workers fork, so they inherit it
+_RENDERER: Renderer  # set before the workers fork, so they inherit them
+_READER: Reader
 
 
 @contextmanager
@@ -273,7 +280,7 @@ def _build(
 
     from ..core.catalog import build_catalog
     from .markdown import pygments_css
-    from .pages import plan_pages, reader_of, search_pages
+    from .pages import plan_pages, search_pages
     from ..core.read import read_source
     from .render import Renderer, TemplateCache, static_files
 
@@ -291,14 +298,14 @@ def _build(
         cache.save_parsed(set(hashes.values()))  # the valid files stay known
         raise
     dates = git_dates(entries)
-    pages = plan_pages(catalog, config, dates, search, contents=hashes, before=cache.known) + (search_pages(catalog, jobs) if search else [])
+    plan = plan_pages(catalog, config, dates, search, contents=hashes, before=cache.known)
+    pages, reader = plan.pages + (search_pages(catalog, jobs) if search else []), plan.reader
 
     renderer = Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
     plans = page_plans(pages, config, search, renderer) if cache.enabled else {}  # a cold build keeps no keys
     keys: dict[str, str] = {}
     made_from: dict[str, Made] = {}
-    reader = reader_of(pages)
-    stale = cache.numbers(reader.stale()) if cache.enabled and reader is not None else set()
+    stale = cache.numbers(reader.stale()) if cache.enabled else set()
     # An incremental build updates the site in place.
     same_site = cache.site == str(out_abs)  # the page keys describe this output folder
     writer = SiteWriter(out, update=bool(cache.pages) and same_site)
@@ -313,7 +320,7 @@ def _build(
             if page.path in plans:
                 before = cache.made.get(page.path)
                 recorded = cache.pages.get(page.path)
-                key = page_key(page, plans[page.path], before, recorded.partition(":")[0] if recorded else None, stale)
+                key = page_key(page, plans[page.path], reader, before, recorded.partition(":")[0] if recorded else None, stale)
                 previous = os.path.join(out_abs, page.path)
                 if key is not None and same_site and _unchanged(recorded, key, previous) and writer.link(page.path, previous):
                     if writer.update and recorded is not None:  # not None: _unchanged matched it
@@ -324,11 +331,11 @@ def _build(
                     continue
             todo.append((page, writer.reserve(page.path)))
         progress(f"rendering {len(todo)} files")
-        made = render_pages(renderer, todo, jobs, keep_reads=cache.enabled)
+        made = render_pages(renderer, reader, todo, jobs, keep_reads=cache.enabled)
         rendered = len(todo)
         if cache.enabled:
             for (page, _), page_reads in zip(todo, made):
-                keys[page.path], made_from[page.path] = keyed(page, plans[page.path], page_reads)
+                keys[page.path], made_from[page.path] = keyed(page, plans[page.path], reader, page_reads)
         for path, data in static_files(templates):
             writer.add(path, data)
         writer.add("static/pygments.css", pygments_css())
@@ -340,7 +347,7 @@ def _build(
         if cache.enabled:
             identities = {path: kept.get(path) or _identity(key, os.path.join(writer.out, path)) for path, key in keys.items()}
             cache.save(stamp, identities, out_abs, set(hashes.values()), len(catalog.records), _file_records(source, hashes, cache, started),
-                       made_from, reader.known() if reader is not None else None)
+                       made_from, reader.known())
     finally:
         writer.finish()
     html = sum(p.path.endswith(".html") for p in pages)

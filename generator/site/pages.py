@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache, partial
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,14 +29,19 @@ from ..diagnosis.matcher import fingerprint_item, matcher_spec
 from ..core.schema import STACK_NAMES, Entry, entry_json_schema
 from ..search.files import PAIRS_ON_SEARCH_PAGE, search_files, search_files_key, tag_pairs
 from .reads import Known, Read, Reader, View, category_url, check_plain, entry_url
+from .reuse import Reuse
 
-__all__ = ["PLATFORM_NAMES", "Page", "entry_url", "reader_of", "entry_data", "entry_fragments", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages", "search_pages", "verification"]
+__all__ = ["PLATFORM_NAMES", "Page", "Plan", "entry_url", "entry_data", "entry_fragments", "entry_json", "entries_index", "fingerprint_data", "fingerprints_file", "plan_pages", "search_pages", "verification"]
 
 FEED_ITEMS = 50  # the most recently updated entries in feed.xml
 
 
 @dataclass(frozen=True)
 class Page:
+    """One file of the site as planned: plain values only, so that the next plan can take it over
+    whole where its inputs did not change (reuse.py). What its `make` or `body` reads of the catalog
+    is read when it renders, through the build's reader (Plan.reader)."""
+
     path: str  # e.g. "tags/ddp/index.html"
     template: str | None = None  # jinja template, or None for `body`
     context: dict[str, Any] = field(default_factory=dict)
@@ -47,23 +52,30 @@ class Page:
     about: tuple[str, ...] = ()  # the entries the page shows: its date in the sitemap
     in_sitemap: bool = False
     here: bool = False  # rendered in the build's process, not a worker (what it memoises is kept)
-    reader: Reader | None = field(default=None, repr=False, compare=False)  # what `make` and `body` read through
 
     def __post_init__(self) -> None:
         for fn in (self.make, self.body):
             if callable(fn):
                 check_plain(fn)
-                if self.reader is None:
-                    raise TypeError(f"{self.path}: a page made when it renders needs the reader it reads through")
 
-    def made(self) -> tuple[dict[str, Any] | str | bytes, tuple[Read, ...]]:
-        """The full context (a template's page) or the body, and the look-ups it took."""
-        view = self.reader.view() if self.reader is not None else None
+    @property
+    def reads(self) -> bool:
+        """Whether the page reads the catalog when it renders (through a reader's View)."""
+        return self.make is not None or callable(self.body)
+
+    def made(self, reader: Reader | None = None) -> tuple[dict[str, Any] | str | bytes, tuple[Read, ...]]:
+        """The full context (a template's page) or the body, and the look-ups it took through `reader`."""
+        if not self.reads:
+            assert not callable(self.body)  # it reads nothing
+            return (self.context if self.template is not None else self.body or ""), ()
+        if reader is None:
+            raise TypeError(f"{self.path}: a page made when it renders needs the reader it reads through")
+        view = reader.view()
         if self.template is None:
-            body = self.body(view) if callable(self.body) else self.body or ""
-            return body, tuple(view.reads) if view else ()
+            assert callable(self.body)  # it reads
+            return self.body(view), tuple(view.reads)
         context = {**self.context, **self.make(view)} if self.make else self.context
-        return context, tuple(view.reads) if view else ()
+        return context, tuple(view.reads)
 
     @property
     def url(self) -> str:
@@ -313,14 +325,84 @@ def _matcher_items(view: View, slugs: tuple[str, ...]) -> list[bytes]:
 HOME_COMMON = 8  # entries the home page shows as the most common failures
 
 
+@dataclass(frozen=True)
+class Plan:
+    """Every page of the site but the search index's files, in a stable order; the reader their
+    `make` and `body` read the catalog through when they render; and the calls the pages were
+    planned by, which the next plan takes over where their inputs are the same (`reuse`)."""
+
+    pages: list[Page]
+    reader: Reader
+    reuse: Reuse
+
+
+def _page(path: str, template: str, context: dict[str, Any], about: tuple[str, ...] = (), sitemap: bool = True,
+          make: partial[dict[str, Any]] | None = None) -> Page:
+    return Page(path, template, {"root": _root(path), "page_path": path, **context}, make=make, about=about, in_sitemap=sitemap)
+
+
+def _entry_pages(slug: str, title: str, summary: str, verified: dict[str, Any] | None, linked: tuple[str, ...], config: Config,
+                 ) -> tuple[Page, ...]:
+    """An entry's page and its JSON file; `linked`: the entries its page shows (their dates are its date in the sitemap)."""
+    return (
+        _page(f"{slug}/index.html", "entry.html", {"title": title, "description": summary, "verified": verified}, (slug, *linked),
+              make=partial(_entry_page, slug, config)),
+        # next to its page, so that the worker rendering both unpickles the entry once
+        Page(f"api/entries/{slug}.json", body=partial(_entry_file, slug)),
+    )
+
+
+def _listing(folder: str, template: str, context: dict[str, Any], slugs: tuple[str, ...], size: int) -> tuple[Page, ...]:
+    """A list of entry cards over as many pages as `size` needs: `folder/index.html`, then
+    `folder/page/2/index.html`, ... Each page reads the cards of the entries it shows only."""
+    count = max(1, -(-len(slugs) // size))
+    pages = []
+    for n in range(1, count + 1):
+        chunk = slugs[(n - 1) * size : n * size]
+        path = f"{folder}index.html" if n == 1 else f"{folder}page/{n}/index.html"
+        pager = {
+            "page": n, "pages": count, "total": len(slugs),
+            "prev": None if n == 1 else (folder if n == 2 else f"{folder}page/{n - 1}/"),
+            "next": f"{folder}page/{n + 1}/" if n < count else None,
+            "first": folder, "last": f"{folder}page/{count}/" if count > 1 else folder,
+        }
+        title = context["title"] if n == 1 else f"{context['title']} (page {n} of {count})"
+        pages.append(_page(path, template, {**context, "title": title, "pager": pager}, chunk, make=partial(_cards, chunk)))
+    return tuple(pages)
+
+
+def _relevance(by_tag: Mapping[str, list[str]], by_category: Mapping[str, list[str]], tags_of: Mapping[str, tuple[str, ...]],
+               inbound: Mapping[str, int]) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """Each tag's and each category's entries in the order their pages list them. A tag's: those
+    that name the tag earliest in their tags first (they are about it), then the most pointed-at
+    (`inbound`: how many entries point at one); a category's: the most pointed-at first."""
+    pointed = {slug: (-n, slug) for slug, n in inbound.items()}
+
+    def about(tag: str) -> Callable[[str], tuple[int, tuple[int, str]]]:
+        return lambda s: (tags_of[s].index(tag) if tag in tags_of[s] else 0, pointed[s])
+
+    return ({t: tuple(sorted(slugs, key=about(t))) for t, slugs in by_tag.items()},
+            {c: tuple(sorted(slugs, key=pointed.__getitem__)) for c, slugs in by_category.items()})
+
+
+def _sitemap(base_url: str, shown: tuple[tuple[str, tuple[str, ...]], ...], date_of: Mapping[str, str]) -> Page:
+    """sitemap.xml: the address of each page shown (path, the entries it shows) and, as its date,
+    the latest of theirs."""
+    urls = [{"loc": base_url + path.removesuffix("index.html"), "lastmod": max(map(date_of.__getitem__, about), default="")}
+            for path, about in shown]
+    return Page("sitemap.xml", "sitemap.xml", {"urls": urls})
+
+
 def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = None, search: bool = True,
-               contents: Mapping[str, str] | None = None, before: Known | None = None) -> list[Page]:
-    """Every page of the site but the search index's files (`search_pages`), in a stable order.
+               contents: Mapping[str, str] | None = None, before: Known | None = None, reuse: Reuse | None = None) -> Plan:
+    """Every page of the site but the search index's files (`search_pages`).
     `search=False`: the search page says there is no index. `contents`: each entry file's digest
     by path, what a page that shows an entry's content is keyed on; `before`: what the last
-    build's reader found (reads.Known)."""
+    build's reader found (reads.Known); `reuse`: a Reuse over the last plan's, whose entry and
+    listing pages this plan takes over where their inputs are the same (the dev server)."""
     dates = dates or {}
     reader = Reader(catalog, dates, contents, before)
+    reuse = reuse or Reuse()
     pages: list[Page] = []
     all_slugs = tuple(catalog.records)
 
@@ -330,68 +412,34 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         for c in catalog.categories.values()
     ]
 
-    def add(path: str, template: str, context: dict[str, Any], about: tuple[str, ...] = (), sitemap: bool = True,
-            make: partial[dict[str, Any]] | None = None) -> None:
-        ctx = {"root": _root(path), "page_path": path, **context}
-        pages.append(Page(path, template, ctx, make=make, about=about, in_sitemap=sitemap, reader=reader))
-
     def listing(folder: str, template: str, context: dict[str, Any], slugs: tuple[str, ...]) -> None:
-        """A list of entry cards over as many pages as `config.page_size` needs: `folder/index.html`,
-        then `folder/page/2/index.html`, ... Each page's key names only the entries it shows."""
-        size = config.page_size
-        count = max(1, -(-len(slugs) // size))
-        for n in range(1, count + 1):
-            chunk = slugs[(n - 1) * size : n * size]
-            path = f"{folder}index.html" if n == 1 else f"{folder}page/{n}/index.html"
-            pager = {
-                "page": n, "pages": count, "total": len(slugs),
-                "prev": None if n == 1 else (folder if n == 2 else f"{folder}page/{n - 1}/"),
-                "next": f"{folder}page/{n + 1}/" if n < count else None,
-                "first": folder, "last": f"{folder}page/{count}/" if count > 1 else folder,
-            }
-            title = context["title"] if n == 1 else f"{context['title']} (page {n} of {count})"
-            add(path, template, {**context, "title": title, "pager": pager}, chunk, make=partial(_cards, chunk))
+        pages.extend(reuse(f"listing:{folder}", _listing, folder, template, context, slugs, config.page_size))
 
     # Relevance: how many other entries point at an entry (related, often_causes) says how central
     # it is; the CUDA OOM page, which many OOM-shaped failures point to, comes before them.
     inbound = {slug: len(set(catalog.backlinks[slug]) | set(catalog.caused_by[slug])) for slug in all_slugs}
-
     pointed = {slug: (-n, slug) for slug, n in inbound.items()}  # the most pointed-at first
-    records = catalog.records
-
-    def by_relevance(slugs: tuple[str, ...], tag: str | None = None) -> tuple[str, ...]:
-        """A tag's entries: those that name the tag earliest in their tags first (they are about
-        it), then the most pointed-at; a category's: the most pointed-at first."""
-        if tag is None:
-            return tuple(sorted(slugs, key=pointed.__getitem__))
-
-        def key(s: str) -> tuple[int, tuple[int, str]]:
-            tags = records[s].tags
-            return (tags.index(tag) if tag in tags else 0, pointed[s])
-        return tuple(sorted(slugs, key=key))
+    tag_order, category_order = reuse("relevance", _relevance, catalog.by_tag, catalog.by_category,
+                                      {slug: rec.tags for slug, rec in catalog.records.items()}, inbound)
 
     # The home page: search and "paste your error" first, then the most common failures
     # (nsmallest: the first of sorted(), without sorting every entry).
     common = tuple(heapq.nsmallest(HOME_COMMON, all_slugs, key=pointed.__getitem__))
-    add(
+    pages.append(_page(
         "index.html",
         "home.html",
         {"categories": categories, "tags": sorted(used_tags, key=lambda tn: (-tn[1], tn[0])), "total": len(all_slugs), "title": None},
         common, make=partial(_cards, common),
-    )
+    ))
     pairs = catalog.derived("tag_pairs", tag_pairs)
     for slug, rec in catalog.records.items():
         groups = (rec.head.related, rec.head.often_causes, catalog.caused_by[slug], catalog.backlinks[slug], catalog.similar[slug])
         named = {s for s in (*rec.head.xrefs, *rec.head.mentions) if s in catalog.records}  # their titles show in the text
         linked = tuple(sorted({s for g in groups for s in g} - {slug} | named))
-        add(
-            f"{slug}/index.html", "entry.html", {"title": rec.head.title, "description": rec.head.summary, "verified": verification(catalog, rec)},
-            (slug, *linked), make=partial(_entry_page, slug, config),
-        )
-        # next to its page, so that the worker rendering both unpickles the entry once
-        pages.append(Page(f"api/entries/{slug}.json", body=partial(_entry_file, slug), reader=reader))
+        pages.extend(reuse(f"entry:{slug}", _entry_pages, slug, rec.head.title, rec.head.summary, verification(catalog, rec), linked, config))
     # Pages that show only counts are keyed on the counts, not on every entry's content.
-    add("tags/index.html", "tags.html", {"title": "All tags", "tags": [{"name": t, "count": n, "description": catalog.tags[t].description} for t, n in used_tags]})
+    pages.append(_page("tags/index.html", "tags.html",
+                       {"title": "All tags", "tags": [{"name": t, "count": n, "description": catalog.tags[t].description} for t, n in used_tags]}))
     pairs_of: dict[str, list[dict[str, Any]]] = {t: [] for t in catalog.tags}
     for p in pairs:
         pairs_of[p.a].append({"other": p.b, "url": tag_url(p.name), "count": len(p.slugs)})
@@ -399,7 +447,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     for t, tag in catalog.tags.items():
         listing(
             tag_url(t), "tag.html", {"title": f"#{t}", "tag": tag, "description": tag.description, "pairs": pairs_of[t]},
-            by_relevance(tuple(catalog.by_tag[t]), t),
+            tag_order[t],
         )
     for pair in pairs:
         listing(
@@ -408,32 +456,31 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
              "description": f"Entries tagged both #{pair.a} and #{pair.b}."},
             pair.slugs,  # already the most about the pair first (files.tag_pairs)
         )
-    add(
+    pages.append(_page(
         "search/index.html",
         "search.html",
         {"title": "Search", "description": "Search every entry by words, #tags, identifiers or a pasted error line.", "search_index": search,
          "tags": [{"name": t, "count": n} for t, n in used_tags if n],
          "pairs": [{"name": p.name, "url": tag_url(p.name), "count": len(p.slugs)} for p in sorted(pairs, key=lambda p: (-len(p.slugs), p.name))[:PAIRS_ON_SEARCH_PAGE]]},
         sitemap=False,
-    )
-    add(
+    ))
+    pages.append(_page(
         "diagnose/index.html",
         "diagnose.html",
         {"title": "Diagnose a log", "description": "Paste a training log and find the failure that started it; matched in your browser, nothing uploaded."},
-    )
-    add("categories/index.html", "categories.html", {"title": "Categories", "categories": categories})
+    ))
+    pages.append(_page("categories/index.html", "categories.html", {"title": "Categories", "categories": categories}))
     for c in catalog.categories.values():
         listing(category_url(c.name), "category.html", {"title": c.title, "category": c, "description": c.description},
-                by_relevance(tuple(catalog.by_category[c.name])))
+                category_order[c.name])
     # The 404 page is served at any depth, so its links are rooted at the base URL's path.
     from urllib.parse import urlsplit
 
     pages.append(Page("404.html", "404.html", {"root": urlsplit(config.base_url).path, "page_path": "404.html", "title": "Page not found"}))
 
     date_of = {slug: dates.get(_key(rec), "") for slug, rec in catalog.records.items()}
-    urls = [{"loc": config.base_url + p.url, "lastmod": max(map(date_of.__getitem__, p.about), default="")}
-            for p in pages if p.in_sitemap]
-    pages.append(Page("sitemap.xml", "sitemap.xml", {"urls": urls}))  # addresses and dates only
+    shown = tuple((p.path, p.about) for p in pages if p.in_sitemap)
+    pages.append(reuse("sitemap", _sitemap, config.base_url, shown, date_of))  # addresses and dates only
     pages.append(Page("robots.txt", body=f"User-agent: *\nAllow: /\nSitemap: {config.base_url}sitemap.xml\n"))
     feed_entries = sorted(catalog.records.values(), key=lambda r: (dates.get(_key(r), ""), r.slug), reverse=True)[:FEED_ITEMS]
     updated = max((dates.get(_key(r), "") for r in catalog.records.values()), default="") or "1970-01-01"
@@ -452,15 +499,10 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     )
     # Site-wide files, made of the cards and the matcher's fields (an edit to an entry's body rewrites
     # neither), in the build's own process (`here`): the build cache keeps their per-entry items' memo.
-    pages.append(Page("api/entries.json", body=partial(_entries_index), reader=reader, here=True))
-    pages.append(Page("api/fingerprints.json", body=partial(_fingerprints_body), reader=reader, here=True))
+    pages.append(Page("api/entries.json", body=partial(_entries_index), here=True))
+    pages.append(Page("api/fingerprints.json", body=partial(_fingerprints_body), here=True))
     pages.append(Page("schema/entry.json", body=_schema_text()))
-    return pages
-
-
-def reader_of(pages: list[Page]) -> Reader | None:
-    """The reader a plan's pages read the catalog through (one per plan)."""
-    return next((p.reader for p in pages if p.reader is not None), None)
+    return Plan(pages, reader, reuse)
 
 
 @lru_cache(maxsize=1)

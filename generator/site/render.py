@@ -18,7 +18,7 @@ from markupsafe import Markup, escape
 from .cache import BuildCache, digest
 from ..core.config import TEMPLATES, Config
 from .pages import Page
-from .reads import Read
+from .reads import Read, Reader
 from ..core.problems import BuildFailed, Problem
 from ..core.schema import STACK_NAMES
 
@@ -106,16 +106,17 @@ class Renderer:
         with _reported():
             self.env.get_template(name)
 
-    def render(self, page: Page) -> str:
-        return self.render_bytes(page).decode("utf-8")
+    def render(self, page: Page, reader: Reader | None = None) -> str:
+        return self.render_bytes(page, reader).decode("utf-8")
 
-    def render_bytes(self, page: Page) -> bytes:
-        """The page's file contents (the site-wide JSON files are assembled as UTF-8 already)."""
-        return self.render_read(page)[0]
+    def render_bytes(self, page: Page, reader: Reader | None = None) -> bytes:
+        """The page's file contents (the site-wide JSON files are assembled as UTF-8 already);
+        `reader`: the plan's, which a page that reads the catalog needs (Plan.reader)."""
+        return self.render_read(page, reader)[0]
 
-    def render_read(self, page: Page) -> tuple[bytes, tuple[Read, ...]]:
+    def render_read(self, page: Page, reader: Reader | None = None) -> tuple[bytes, tuple[Read, ...]]:
         """The page's file contents, and what it looked up in the catalog to make them."""
-        made, reads = page.made()
+        made, reads = page.made(reader)
         if page.template is None:
             assert not isinstance(made, dict)  # a body
             return (made if isinstance(made, bytes) else made.encode("utf-8")), reads

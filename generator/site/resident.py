@@ -33,8 +33,9 @@ from ..core.catalog import Catalog, ParseResult, build_catalog
 from ..core.config import Config
 from .gitdates import git_dates, git_head
 from .markdown import pygments_css
-from .pages import Page, plan_pages, reader_of, search_pages
-from .reads import Known, Made, Read
+from .pages import Page, plan_pages, search_pages
+from .reads import Known, Made, Read, Reader
+from .reuse import Reuse
 from ..core.parallel import run_parallel
 from ..core.read import FileSig, read_source
 from .render import Renderer, static_files
@@ -65,6 +66,7 @@ class ResidentSite:
         self._written: dict[str, str] = {}  # site path → key of its file (build.page_key, or the digest of its bytes)
         self._made: dict[str, Made] = {}  # rendered page → its plan and what it looked up when it rendered
         self._known: Known | None = None  # what the last patch's reader found, taken over where nothing changed
+        self._reuse: Reuse | None = None  # the last patch's plan: its pages and their digests, taken over where their inputs are the same
         self._indexed: dict[str, str] = {}  # the search index's files → the digest of their bytes
         self._renderer: Renderer | None = None
         self._dates: tuple[str | None, dict[str, str]] = (None, {})  # (git HEAD, git_dates then)
@@ -100,22 +102,22 @@ class ResidentSite:
 
         catalog = build_catalog(source, results, self._store)
         dates = self._git_dates()
-        pages = plan_pages(catalog, self.config, dates, search=True, contents=hashes, before=self._known)
+        plan = plan_pages(catalog, self.config, dates, search=True, contents=hashes, before=self._known, reuse=Reuse(self._reuse))
+        pages, reader = plan.pages, plan.reader
         full = not self._written or not self.out.is_dir()
         index = {p.path: renderer.render_bytes(p) for p in search_pages(catalog)} if full else {}  # later, update_index
-        plans = page_plans(pages, self.config, True, renderer)
-        fixed: dict[str, bytes] = {p.path: renderer.render_bytes(p) for p in pages if p.path not in plans}
+        plans = page_plans(pages, self.config, True, renderer, plan.reuse)
+        fixed: dict[str, bytes] = {p.path: renderer.render_bytes(p, reader) for p in pages if p.path not in plans}
         fixed.update(static_files(self.templates))
         fixed["static/pygments.css"] = pygments_css().encode("utf-8")
         keys: dict[str, str] = {}
         made_from: dict[str, Made] = {}
-        reader = reader_of(pages)
-        moved = reader.stale() if reader is not None else set()
+        moved = reader.stale()
         redo: list[Page] = []  # pages to render
         for page in pages:
             if page.path in plans:
                 before = self._made.get(page.path)
-                key = None if full else page_key(page, plans[page.path], before, self._written.get(page.path), moved)
+                key = None if full else page_key(page, plans[page.path], reader, before, self._written.get(page.path), moved)
                 if key is not None and key == self._written.get(page.path):
                     keys[page.path] = key
                     if before is not None:
@@ -124,12 +126,12 @@ class ResidentSite:
                     redo.append(page)
         with self._publish:
             if full:
-                made = self._write_all(redo, {**fixed, **index}, renderer)
+                made = self._write_all(redo, {**fixed, **index}, renderer, reader)
             else:
-                rendered = [renderer.render_read(p) for p in redo]
+                rendered = [renderer.render_read(p, reader) for p in redo]
                 made = [page_reads for _, page_reads in rendered]
             for page, page_reads in zip(redo, made):
-                keys[page.path], made_from[page.path] = keyed(page, plans[page.path], page_reads)
+                keys[page.path], made_from[page.path] = keyed(page, plans[page.path], reader, page_reads)
             written = {**keys, **{path: digest(data) for path, data in fixed.items()}}
             if full:
                 self._indexed = {path: digest(data) for path, data in index.items()}
@@ -139,15 +141,15 @@ class ResidentSite:
                 items += [(path, data) for path, data in fixed.items() if written[path] != self._written.get(path)]
                 done = self._update(items, sorted(self._written.keys() - written.keys()))
             self._written, self._made = written, made_from
-            self._known = reader.known() if reader is not None else None
+            self._known, self._reuse = reader.known(), plan.reuse
         return Patched(tuple(done), catalog.warning_count, catalog, full)
 
-    def _write_all(self, todo: list[Page], fixed: dict[str, bytes], renderer: Renderer) -> list[tuple[Read, ...]]:
+    def _write_all(self, todo: list[Page], fixed: dict[str, bytes], renderer: Renderer, reader: Reader) -> list[tuple[Read, ...]]:
         """A fresh site (the first patch, or the folder gone): every file, swapped in at once;
         returns what each page of `todo` looked up."""
         writer = SiteWriter(self.out)
         try:
-            made = render_pages(renderer, [(p, writer.reserve(p.path)) for p in todo], self.jobs)
+            made = render_pages(renderer, reader, [(p, writer.reserve(p.path)) for p in todo], self.jobs)
             for path, data in fixed.items():
                 writer.add(path, data)
         except BaseException:
