@@ -338,7 +338,7 @@ def test_the_fingerprint_file_is_the_matcher_spec_and_its_list_is_reused_until_a
 
     pages = plan_pages(build_catalog(read_source(project["entries"]), store=store), CONFIG).pages
     # rendered in the build's own process (render_pages), since render workers' memos are lost
-    assert {p.path for p in pages if p.here} == {"api/entries.json", "api/fingerprints.json"}
+    assert {p.path for p in pages if p.site_wide} == {"api/entries.json", "api/fingerprints.json"}
     first = check()
     CHANGES["entry text"](project)  # a summary: in the file, but not in the fingerprint list
     assert check() == first

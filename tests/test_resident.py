@@ -70,7 +70,11 @@ def test_a_resident_site_patched_through_every_kind_of_change_equals_a_cold_buil
         changed = [p for p in before.keys() | after.keys() if before.get(p) != after.get(p)]  # what the watcher reports
         patched = site.patch(changed)
         assert not patched.full and patched.changed, name
-        site.update_index(patched.catalog)
+        # the site-wide files follow with the search index, after the changed pages are served
+        assert not {"api/entries.json", "api/fingerprints.json"} & set(patched.changed), name
+        later = site.update_index(patched)
+        if "entry title" in name:
+            assert {"api/entries.json", "api/fingerprints.json"} <= set(later), name
         build(project["entries"], project["cold"], CONFIG, project["templates"], search=True, cache_dir=None, jobs=1)
         assert tree_digest(project["site"]) == tree_digest(project["cold"]), name
         _assert_kept_keys_are_what_the_look_ups_give_now(site, patched.catalog, name)
@@ -100,7 +104,7 @@ def _plain_page(page):
     """A page as what it is (a partial compares by identity)."""
     def made(fn):
         return (fn.func, fn.args, fn.keywords) if callable(fn) else fn
-    return (page.path, page.template, page.context, made(page.body), made(page.make), page.about, page.in_sitemap, page.here)
+    return (page.path, page.template, page.context, made(page.body), made(page.make), page.about, page.in_sitemap, page.site_wide)
 
 
 def _assert_the_plan_taken_over_is_a_fresh_one(site: ResidentSite, catalog, name: str) -> set[str]:
@@ -135,7 +139,7 @@ def test_an_unchanged_input_patches_nothing(project) -> None:  # noqa: F811
     site.patch()
     inodes = {p: p.stat().st_ino for p in project["site"].rglob("*") if p.is_file()}
     patched = site.patch([str(project["entries"] / "memory/gpu-oom.yaml")])  # touched, not changed
-    assert patched.changed == () and site.update_index(patched.catalog) == ()
+    assert patched.changed == () and site.update_index(patched) == ()
     assert {p: p.stat().st_ino for p in project["site"].rglob("*") if p.is_file()} == inodes
 
 

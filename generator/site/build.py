@@ -201,14 +201,14 @@ def _unchanged(recorded: str | None, key: str, previous: str) -> bool:
 def render_pages(renderer: Renderer, reader: Reader, todo: list[tuple[Page, str]], jobs: int | None, keep_reads: bool = True,
                  ) -> list[tuple[Read, ...]]:
     """Render each page straight into the place reserved for it (SiteWriter.reserve), in forked
-    workers when there are many and no other thread runs, but for the pages made `here`, whose
+    workers when there are many and no other thread runs, but for the `site_wide` pages, whose
     memoised parts the build cache keeps; returns what each page looked up (nothing, without
     `keep_reads`: a cold build keeps no keys and no memo)."""
     global _RENDERER, _READER
     _RENDERER, _READER = renderer, reader
     for name in sorted({p.template for p, _ in todo if p.template}):
         renderer.load(name)  # compiled once, before the workers fork
-    here = {i for i, (page, _) in enumerate(todo) if page.here} if keep_reads else set()  # a cold build keeps no memo either
+    here = {i for i, (page, _) in enumerate(todo) if page.site_wide} if keep_reads else set()  # a cold build keeps no memo either
     made = dict(zip(sorted(here), (_render_to(todo[i]) for i in sorted(here))))
     rest = [i for i in range(len(todo)) if i not in here]
     made.update(zip(rest, run_parallel(_render_to if keep_reads else _render_only, [todo[i] for i in rest], jobs=jobs, min_items=32)))

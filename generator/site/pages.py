@@ -51,7 +51,10 @@ class Page:
     make: partial[dict[str, Any]] | None = None
     about: tuple[str, ...] = ()  # the entries the page shows: its date in the sitemap
     in_sitemap: bool = False
-    here: bool = False  # rendered in the build's process, not a worker (what it memoises is kept)
+    # Made of every entry (api/entries.json, api/fingerprints.json): rendered in the build's own
+    # process, whose memo of their per-entry items the build cache keeps; the dev server remakes
+    # them with the search index, after the pages an edit changed are served.
+    site_wide: bool = False
 
     def __post_init__(self) -> None:
         for fn in (self.make, self.body):
@@ -498,9 +501,9 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
         )
     )
     # Site-wide files, made of the cards and the matcher's fields (an edit to an entry's body rewrites
-    # neither), in the build's own process (`here`): the build cache keeps their per-entry items' memo.
-    pages.append(Page("api/entries.json", body=partial(_entries_index), here=True))
-    pages.append(Page("api/fingerprints.json", body=partial(_fingerprints_body), here=True))
+    # neither), in the build's own process (`site_wide`): the build cache keeps their per-entry items' memo.
+    pages.append(Page("api/entries.json", body=partial(_entries_index), site_wide=True))
+    pages.append(Page("api/fingerprints.json", body=partial(_fingerprints_body), site_wide=True))
     pages.append(Page("schema/entry.json", body=_schema_text()))
     return Plan(pages, reader, reuse)
 

@@ -2,15 +2,17 @@
 
 `ResidentSite` holds what its last good build made: every entry file's parse result (by the
 digest of the file's bytes), the catalog's memo (catalog.Memo: similar entries, tag pairs, the
-per-entry items of the site-wide files, each entry's search terms), and the key of every file
-it wrote with what the page looked up to make it (reads.py). A patch runs the stages `failpedia
-build` runs (read_source, build_catalog, plan_pages, page_plans, the renderer, SiteWriter) with
-no disk cache: it parses
-only the files whose bytes changed, renders only the pages whose key changed, and moves in only
-the files whose bytes changed, once all of them are rendered. The search index
-(pages.search_pages) is remade apart by `update_index`, which the dev server runs in the
-background (`Debounced`). After every kind of change the site equals what a cold build of the
-same inputs writes, byte for byte (tests/test_resident.py).
+per-entry items of the site-wide files, each entry's search terms), the plan (reuse.Reuse: its
+pages and their digests), and the key of every file it wrote with what the page looked up to
+make it (reads.py). A patch runs the stages `failpedia build` runs (read_source, build_catalog,
+plan_pages, page_plans, the renderer, SiteWriter) with no disk cache: it parses only the files
+whose bytes changed, plans again only the pages whose inputs changed, renders only the pages
+whose key changed, and moves in only the files whose bytes changed, once all of them are
+rendered. The search index (pages.search_pages) and the site-wide files (Page.site_wide) are
+remade apart by `update_index`, which the dev server runs in the background (`Debounced`): an
+edit's pages are served without waiting for the 20 MB of JSON those make at 10,000 entries.
+After every kind of change and the index's update the site equals what a cold build of the same
+inputs writes, byte for byte (tests/test_resident.py).
 
 Everything kept is replaced, not added to, by each patch: the parse results of files that are
 gone, the keys of pages that are gone and the memo's results for an older catalog go with it.
@@ -48,13 +50,16 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Patched:
-    """What a patch did: the site paths it wrote or removed, and the catalog it built (for the
-    search index)."""
+    """What a patch did: the site paths it wrote or removed; and what `update_index` remakes the
+    search index and the site-wide files from: the catalog it built, the plan's reader and its
+    site-wide pages."""
 
     changed: tuple[str, ...]
     warnings: int
     catalog: Catalog
-    full: bool  # a fresh site, its search index included
+    full: bool  # a fresh site, its search index and site-wide files included
+    reader: Reader | None = None
+    site_wide: tuple[Page, ...] = ()
 
 
 class ResidentSite:
@@ -105,7 +110,10 @@ class ResidentSite:
         plan = plan_pages(catalog, self.config, dates, search=True, contents=hashes, before=self._known, reuse=Reuse(self._reuse))
         pages, reader = plan.pages, plan.reader
         full = not self._written or not self.out.is_dir()
-        index = {p.path: renderer.render_bytes(p) for p in search_pages(catalog)} if full else {}  # later, update_index
+        # Remade by update_index, after the pages an edit changed are moved in: the search index and
+        # the files made of every entry (api/entries.json, api/fingerprints.json).
+        site_wide = tuple(p for p in pages if p.site_wide)
+        index = self._index_files(catalog, reader, site_wide, renderer) if full else {}
         plans = page_plans(pages, self.config, True, renderer, plan.reuse)
         fixed: dict[str, bytes] = {p.path: renderer.render_bytes(p, reader) for p in pages if p.path not in plans}
         fixed.update(static_files(self.templates))
@@ -115,7 +123,7 @@ class ResidentSite:
         moved = reader.stale()
         redo: list[Page] = []  # pages to render
         for page in pages:
-            if page.path in plans:
+            if page.path in plans and not page.site_wide:
                 before = self._made.get(page.path)
                 key = None if full else page_key(page, plans[page.path], reader, before, self._written.get(page.path), moved)
                 if key is not None and key == self._written.get(page.path):
@@ -142,7 +150,7 @@ class ResidentSite:
                 done = self._update(items, sorted(self._written.keys() - written.keys()))
             self._written, self._made = written, made_from
             self._known, self._reuse = reader.known(), plan.reuse
-        return Patched(tuple(done), catalog.warning_count, catalog, full)
+        return Patched(tuple(done), catalog.warning_count, catalog, full, reader, site_wide)
 
     def _write_all(self, todo: list[Page], fixed: dict[str, bytes], renderer: Renderer, reader: Reader) -> list[tuple[Read, ...]]:
         """A fresh site (the first patch, or the folder gone): every file, swapped in at once;
@@ -172,13 +180,19 @@ class ResidentSite:
         writer.commit(removed)
         return sorted({*writer.staged, *removed})
 
-    def update_index(self, catalog: Catalog) -> tuple[str, ...]:
-        """Remake the search index's files for a patch's catalog and move in the changed ones;
-        returns their paths."""
-        assert self._renderer is not None  # a patch made the catalog
+    @staticmethod
+    def _index_files(catalog: Catalog, reader: Reader, site_wide: tuple[Page, ...], renderer: Renderer) -> dict[str, bytes]:
+        files = {p.path: renderer.render_bytes(p) for p in search_pages(catalog)}
+        files.update((p.path, renderer.render_bytes(p, reader)) for p in site_wide)
+        return files
+
+    def update_index(self, patched: Patched) -> tuple[str, ...]:
+        """Remake the search index's files and the site-wide files for a patch and move in the
+        changed ones; returns their paths."""
+        assert self._renderer is not None and patched.reader is not None  # a patch made them
         renderer = self._renderer
         with rare_collections():
-            files = {p.path: renderer.render_bytes(p) for p in search_pages(catalog)}
+            files = self._index_files(patched.catalog, patched.reader, patched.site_wide, renderer)
             digests = {path: digest(data) for path, data in files.items()}
         with self._publish:
             if not self.out.is_dir():

@@ -3,8 +3,9 @@ reload the open browser tabs whose pages changed.
 
 The site stays in memory between changes (resident.py): a change re-reads and re-validates the
 files that changed, plans the site again, renders and writes only the pages whose inputs
-changed, and then names those pages to the open tabs. The search index follows in a background
-thread, once the edits pause (at most a few seconds behind them). A failed patch leaves the
+changed, and then names those pages to the open tabs. The search index and the two files made
+of every entry (api/entries.json, api/fingerprints.json) follow in a background thread, once the
+edits pause (at most a few seconds behind them). A failed patch leaves the
 last good site in place: the terminal prints the problems, and the browser shows them in an
 overlay until they are fixed.
 
@@ -33,10 +34,9 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..site.build import rare_collections
-from ..core.catalog import Catalog
 from ..core.config import TEMPLATES, Config
 from ..core.problems import BuildFailed, FailpediaError, Problem, SetupError, UsageError
-from ..site.resident import Debounced, ResidentSite
+from ..site.resident import Debounced, Patched, ResidentSite
 
 if TYPE_CHECKING:
     import watchfiles
@@ -99,7 +99,7 @@ class Builder:
         self.changed = threading.Condition()
         self.stopping = False
         self._lock = threading.Lock()  # one patch at a time
-        self.indexer: Debounced[Catalog] = Debounced(self._index, quiet=INDEX_QUIET, most=INDEX_MOST)
+        self.indexer: Debounced[Patched] = Debounced(self._index, quiet=INDEX_QUIET, most=INDEX_MOST)
 
     def rebuild(self, paths: Iterable[str] | None = None) -> BuildState:
         """Patch the site for a change of `paths` (the watcher's; None: of any file)."""
@@ -114,7 +114,7 @@ class Builder:
             else:
                 state = BuildState(self.state.build + 1, True, (), patched.changed, time.monotonic() - start, patched.warnings)
                 if not patched.full:  # a full patch wrote the index with the site
-                    self.indexer.ask(patched.catalog)
+                    self.indexer.ask(patched)
             with self.changed:
                 self.state = state
                 self.changed.notify_all()
@@ -124,10 +124,10 @@ class Builder:
             _collect(full=not state.ok)
         return state
 
-    def _index(self, catalog: Catalog) -> None:
+    def _index(self, patched: Patched) -> None:
         start = time.monotonic()
         try:
-            files = self.site.update_index(catalog)
+            files = self.site.update_index(patched)
         except Exception as e:  # the last index stays; the next edit tries again
             self.log(f"search index: update failed ({_unexpected(e).message}); the last index still answers")
             return
