@@ -403,11 +403,12 @@ def build_catalog(
 
     memo = Memo(store, _shape(records, categories)) if store is not None else None
     # (path, positions and the path within the file, or None for the whole file, message)
-    pending: list[tuple[str, _Where | None, PathKey | None, str]] = []
+    # (the message, or for an unreturned link its target and source: formatted only when listed)
+    pending: list[tuple[str, _Where | None, PathKey | None, str | tuple[str, str]]] = []
     for slug, rec in records.items():
         for i, target in enumerate(rec.head.related):
             if slug not in records[target].head.related:
-                pending.append((rec.path, parsed[slug][2].loaded, ("related", i), f"related link to '{target}' is not returned (add '{slug}' to its related)"))
+                pending.append((rec.path, parsed[slug][2].loaded, ("related", i), (target, slug)))
         if not backlinks[slug] and not caused_by[slug]:
             pending.append((rec.path, None, None, "no entry links here (add it to a related list)"))
     if source.verified is not None:
@@ -423,8 +424,10 @@ def build_catalog(
             if len(slugs) == 1:
                 pending.append((source.tags[0], None, None, f"tag '{t}' is used by a single entry ({slugs[0]})"))
 
-    def warning(path: str, loaded: _Where | None, at: PathKey | None, message: str) -> Problem:
+    def warning(path: str, loaded: _Where | None, at: PathKey | None, message: str | tuple[str, str]) -> Problem:
         line, col = loaded.where(at) if loaded is not None and at is not None else (0, 0)
+        if isinstance(message, tuple):
+            message = f"related link to '{message[0]}' is not returned (add '{message[1]}' to its related)"
         return Problem(path, line, col, message, "warning")
 
     def make_warnings() -> tuple[Problem, ...]:
