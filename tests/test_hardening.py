@@ -274,6 +274,23 @@ def test_writer_refuses_case_collisions_and_file_folder_clashes(tmp_path: Path) 
         writer.abort()
 
 
+def test_an_update_moves_files_into_new_folders_and_over_folders(tmp_path: Path) -> None:
+    """An update moves each staged file in with one rename, making a folder the site lacks and
+    replacing a folder that a file now takes the place of."""
+    site = tmp_path / "site"
+    (site / "old").mkdir(parents=True)
+    (site / "old/index.html").write_text("a folder before")
+    (site / "kept.html").write_text("kept")
+    writer = SiteWriter(site, update=True)
+    writer.add("old", "a file now")
+    writer.add("new/deep/a.html", "in new folders")
+    writer.add("kept.html", "changed")
+    writer.commit(removed=[])
+    writer.finish()
+    assert (site / "old").read_text() == "a file now" and (site / "new/deep/a.html").read_text() == "in new folders"
+    assert (site / "kept.html").read_text() == "changed" and sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
 # --- Resource abuse ---------------------------------------------------------------------------------
 
 

@@ -150,16 +150,16 @@ class SiteWriter:
             self._cleanup.start()
 
     def _commit_update(self, removed: Iterable[str] | None) -> None:
-        made: set[str] = set()
         for rel in self.staged:
-            folder = os.path.join(self.out, rel.rpartition("/")[0])
-            if folder not in made:
-                os.makedirs(folder, exist_ok=True)
-                made.add(folder)
-            live = os.path.join(self.out, rel)
-            if os.path.isdir(live) and not os.path.islink(live):
-                shutil.rmtree(live)  # a folder where a file now goes
-            os.replace(os.path.join(self.tmp, rel), live)
+            staged, live = os.path.join(self.tmp, rel), os.path.join(self.out, rel)
+            try:
+                os.replace(staged, live)  # one call for the usual case: the folder is there
+            except FileNotFoundError:  # a new folder
+                os.makedirs(os.path.dirname(live), exist_ok=True)
+                os.replace(staged, live)
+            except IsADirectoryError:  # a folder where a file now goes
+                shutil.rmtree(live)
+                os.replace(staged, live)
         if removed is None:
             self._sweep(str(self.out), "")
         else:
