@@ -399,10 +399,12 @@ class DevServer:
         import watchfiles
 
         try:
-            # yield_on_timeout: the first (maybe empty) yield says the watcher is running.
+            # yield_on_timeout: the first (maybe empty) yield says the watcher is running. step: the
+            # quiet after a change before it is reported, which every edit waits for; an editor's
+            # save (a temporary file renamed in, then its mode set) takes a few ms of it.
             for changes in watchfiles.watch(
                 self.entries, self.templates, watch_filter=self.relevant, stop_event=self.stop_event,
-                debounce=1600, step=50, rust_timeout=200, yield_on_timeout=True, raise_interrupt=False,
+                debounce=1600, step=20, rust_timeout=200, yield_on_timeout=True, raise_interrupt=False,
             ):
                 self._watching.set()
                 if self.stop_event.is_set():
