@@ -344,9 +344,11 @@ def _page(path: str, template: str, context: dict[str, Any], about: tuple[str, .
     return Page(path, template, {"root": _root(path), "page_path": path, **context}, make=make, about=about, in_sitemap=sitemap)
 
 
-def _entry_pages(slug: str, title: str, summary: str, verified: dict[str, Any] | None, linked: tuple[str, ...], config: Config,
-                 ) -> tuple[Page, ...]:
-    """An entry's page and its JSON file; `linked`: the entries its page shows (their dates are its date in the sitemap)."""
+def _entry_pages(slug: str, title: str, summary: str, verified: dict[str, Any] | None, groups: tuple[tuple[str, ...], ...],
+                 named: tuple[str, ...], config: Config) -> tuple[Page, ...]:
+    """An entry's page and its JSON file. The entries its page shows (their dates are its date
+    in the sitemap): its link `groups` and the entries its text `named`."""
+    linked = tuple(sorted({s for g in groups for s in g} - {slug} | set(named)))
     return (
         _page(f"{slug}/index.html", "entry.html", {"title": title, "description": summary, "verified": verified}, (slug, *linked),
               make=partial(_entry_page, slug, config)),
@@ -374,7 +376,7 @@ def _listing(folder: str, template: str, context: dict[str, Any], slugs: tuple[s
     return tuple(pages)
 
 
-def _relevance(by_tag: Mapping[str, list[str]], by_category: Mapping[str, list[str]], tags_of: Mapping[str, tuple[str, ...]],
+def _relevance(by_tag: Mapping[str, tuple[str, ...]], by_category: Mapping[str, tuple[str, ...]], tags_of: Mapping[str, tuple[str, ...]],
                inbound: Mapping[str, int]) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
     """Each tag's and each category's entries in the order their pages list them. A tag's: those
     that name the tag earliest in their tags first (they are about it), then the most pointed-at
@@ -407,7 +409,8 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     reader = Reader(catalog, dates, contents, before)
     reuse = reuse or Reuse()
     pages: list[Page] = []
-    all_slugs = tuple(catalog.records)
+    records = catalog.records
+    all_slugs = tuple(records)
 
     used_tags = [(t, len(catalog.by_tag[t])) for t in catalog.tags]
     categories = [
@@ -437,9 +440,8 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     pairs = catalog.derived("tag_pairs", tag_pairs)
     for slug, rec in catalog.records.items():
         groups = (rec.head.related, rec.head.often_causes, catalog.caused_by[slug], catalog.backlinks[slug], catalog.similar[slug])
-        named = {s for s in (*rec.head.xrefs, *rec.head.mentions) if s in catalog.records}  # their titles show in the text
-        linked = tuple(sorted({s for g in groups for s in g} - {slug} | named))
-        pages.extend(reuse(f"entry:{slug}", _entry_pages, slug, rec.head.title, rec.head.summary, verification(catalog, rec), linked, config))
+        named = tuple(s for s in (*rec.head.xrefs, *rec.head.mentions) if s in records)  # their titles show in the text
+        pages.extend(reuse(f"entry:{slug}", _entry_pages, slug, rec.head.title, rec.head.summary, verification(catalog, rec), groups, named, config))
     # Pages that show only counts are keyed on the counts, not on every entry's content.
     pages.append(_page("tags/index.html", "tags.html",
                        {"title": "All tags", "tags": [{"name": t, "count": n, "description": catalog.tags[t].description} for t, n in used_tags]}))
@@ -485,8 +487,8 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     shown = tuple((p.path, p.about) for p in pages if p.in_sitemap)
     pages.append(reuse("sitemap", _sitemap, config.base_url, shown, date_of))  # addresses and dates only
     pages.append(Page("robots.txt", body=f"User-agent: *\nAllow: /\nSitemap: {config.base_url}sitemap.xml\n"))
-    feed_entries = sorted(catalog.records.values(), key=lambda r: (dates.get(_key(r), ""), r.slug), reverse=True)[:FEED_ITEMS]
-    updated = max((dates.get(_key(r), "") for r in catalog.records.values()), default="") or "1970-01-01"
+    feed_entries = [records[slug] for slug in heapq.nlargest(FEED_ITEMS, records, key=lambda slug: (date_of[slug], slug))]
+    updated = max(date_of.values(), default="") or "1970-01-01"
     pages.append(
         Page(
             "feed.xml",
@@ -494,7 +496,7 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
             {
                 "updated": updated,
                 "items": [
-                    {"title": r.head.title, "summary": r.head.summary, "url": config.base_url + entry_url(r.slug), "updated": dates.get(_key(r), "") or "1970-01-01", "tags": r.tags}
+                    {"title": r.head.title, "summary": r.head.summary, "url": config.base_url + entry_url(r.slug), "updated": date_of[r.slug] or "1970-01-01", "tags": r.tags}
                     for r in feed_entries
                 ],
             },

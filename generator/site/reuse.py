@@ -13,10 +13,11 @@ taken over) compare at once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 __all__ = ["Reuse"]
 
+P = ParamSpec("P")
 T = TypeVar("T")
 
 
@@ -25,18 +26,21 @@ class Reuse:
     Only the latest run's calls are kept: a run starts from the one before it, not from all."""
 
     def __init__(self, before: Reuse | None = None) -> None:
-        self._before: dict[str, tuple[Callable[..., Any], tuple[Any, ...], Any]] = before._now if before is not None else {}
-        self._now: dict[str, tuple[Callable[..., Any], tuple[Any, ...], Any]] = {}
+        self._before: dict[str, tuple[Callable[..., Any], tuple[tuple[Any, ...], dict[str, Any]], Any]] = before._now if before is not None else {}
+        self._now: dict[str, tuple[Callable[..., Any], tuple[tuple[Any, ...], dict[str, Any]], Any]] = {}
         self.made = self.kept = 0  # calls run and calls taken over (for the bench)
 
-    def __call__(self, name: str, fn: Callable[..., T], *args: Any) -> T:
+    def __call__(self, name: str, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`fn(*args, **kwargs)`, or what the last run's call by this `name` made, where that was
+        the same function with arguments equal to these."""
+        inputs = (args, kwargs)
         old = self._before.get(name)
-        if old is not None and old[0] is fn and old[1] == args:
+        if old is not None and old[0] is fn and old[1] == inputs:
             self._now[name] = old
             self.kept += 1
             out: T = old[2]
             return out
-        out = fn(*args)
-        self._now[name] = (fn, args, out)
+        out = fn(*args, **kwargs)
+        self._now[name] = (fn, inputs, out)
         self.made += 1
         return out
