@@ -33,7 +33,7 @@ def _reader(entries: Path, dates: dict[str, str]) -> tuple[Reader, set[Read]]:
     plan = plan_pages(catalog, Config(base_url="https://example.org/"), dates, contents=contents)
     reads: set[Read] = set()
     for page in plan.pages:
-        if page.reads:
+        if page.reads_catalog:
             reads.update(page.made(plan.reader)[1])
     return plan.reader, reads
 

@@ -165,7 +165,7 @@ def page_key(page: Page, plan: str, reader: Reader, before: Made | None, key_bef
     look-ups it made when it last rendered (`before`; None: unknown, so no key, and the page
     renders). The key it had (`key_before`) stands when its plan is the same and none of its
     look-ups' subjects is `stale`."""
-    if not page.reads:
+    if not page.reads_catalog:
         return plan  # it reads nothing
     if before is None:
         return None

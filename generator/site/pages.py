@@ -62,13 +62,13 @@ class Page:
                 check_plain(fn)
 
     @property
-    def reads(self) -> bool:
+    def reads_catalog(self) -> bool:
         """Whether the page reads the catalog when it renders (through a reader's View)."""
         return self.make is not None or callable(self.body)
 
     def made(self, reader: Reader | None = None) -> tuple[dict[str, Any] | str | bytes, tuple[Read, ...]]:
         """The full context (a template's page) or the body, and the look-ups it took through `reader`."""
-        if not self.reads:
+        if not self.reads_catalog:
             assert not callable(self.body)  # it reads nothing
             return (self.context if self.template is not None else self.body or ""), ()
         if reader is None:

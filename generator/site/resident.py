@@ -58,8 +58,8 @@ class Patched:
     warnings: int
     catalog: Catalog
     full: bool  # a fresh site, its search index and site-wide files included
-    reader: Reader | None = None
-    site_wide: tuple[Page, ...] = ()
+    reader: Reader
+    site_wide: tuple[Page, ...]
 
 
 class ResidentSite:
@@ -182,6 +182,7 @@ class ResidentSite:
 
     @staticmethod
     def _index_files(catalog: Catalog, reader: Reader, site_wide: tuple[Page, ...], renderer: Renderer) -> dict[str, bytes]:
+        """The search index's files and the site-wide files, by site path."""
         files = {p.path: renderer.render_bytes(p) for p in search_pages(catalog)}
         files.update((p.path, renderer.render_bytes(p, reader)) for p in site_wide)
         return files
@@ -189,7 +190,7 @@ class ResidentSite:
     def update_index(self, patched: Patched) -> tuple[str, ...]:
         """Remake the search index's files and the site-wide files for a patch and move in the
         changed ones; returns their paths."""
-        assert self._renderer is not None and patched.reader is not None  # a patch made them
+        assert self._renderer is not None  # a patch made the catalog
         renderer = self._renderer
         with rare_collections():
             files = self._index_files(patched.catalog, patched.reader, patched.site_wide, renderer)
