@@ -2,6 +2,7 @@
 
     python bench/serve_edits.py --count 1000 --edits 30
     python bench/serve_edits.py --count 10000 --edits 30 --repo /path/to/other/checkout
+    python bench/serve_edits.py --count 1000 --edits 30 --hugo    # `hugo server` on the same entries
 
 Starts the server (the checkout `--repo`, default this one) on N entries (corpus.py), then edits
 one entry's title every `--interval` seconds and measures, for each edit: the time from the
@@ -9,6 +10,10 @@ write to the edited page served with the new title (polled over HTTP), to the re
 naming that page (the server's event stream), and to the search index holding the new title's
 word (search/meta.json's vocabulary shard); and the server's RSS after the edit. Prints each edit
 and the medians, RSS at the first and last edit, and the largest.
+
+`--hugo` runs `hugo server` instead (Debian's `hugo` on the PATH) on the same entries as Markdown
+pages (run.py's Hugo project), editing a page's title in its front matter; it measures the time
+to the page served only (Hugo has no search index, and its reload goes over a WebSocket).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 from corpus import make_corpus  # noqa: E402
+from run import hugo_project  # noqa: E402
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -101,7 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repo", type=Path, default=REPO, help="the checkout whose generator serves")
     p.add_argument("--work", type=Path, default=None)
     p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--hugo", action="store_true", help="measure `hugo server` on the same entries instead")
     args = p.parse_args(argv)
+    if args.hugo:
+        return hugo_edits(args)
 
     work = args.work or Path(tempfile.mkdtemp(prefix="serve-bench-"))
     entries = work / "entries"
@@ -168,6 +177,65 @@ def main(argv: list[str] | None = None) -> int:
         print(f"median: edit→served {statistics.median(r[0] for r in ok):.2f} s, edit→reload {statistics.median(r[1] for r in ok):.2f} s, "
               f"edit→indexed {statistics.median(r[2] for r in ok if r[2] is not None):.2f} s; "
               f"RSS first edit {rows[0][3]:.0f} MiB, last {rows[-1][3]:.0f} MiB, max {max(r[3] for r in rows):.0f} MiB")
+    return 0
+
+
+def hugo_edits(args: argparse.Namespace) -> int:
+    """The same edits against `hugo server` (fast render mode, its default): edit → page served."""
+    import socket
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="serve-bench-hugo-"))
+    entries = work / "entries"
+    if not entries.is_dir():
+        make_corpus(REPO / "entries", args.count, entries)
+    root = hugo_project(entries, work / "hugo")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    proc = subprocess.Popen(["hugo", "server", "-s", str(root), "--bind", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    lines: list[str] = []
+    for line in proc.stdout:
+        lines.append(line.rstrip())
+        if "Web Server is available" in line:
+            break
+    else:
+        raise SystemExit("hugo server did not start:\n" + "\n".join(lines[-20:]))
+    threading.Thread(target=lambda: [lines.append(x.rstrip()) for x in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    url = f"http://127.0.0.1:{port}/"
+    print(f"{args.count} entries, hugo server: started in {time.monotonic() - started:.1f} s, RSS {rss_mib(proc.pid):.0f} MiB", flush=True)
+    pages = sorted((root / "content").glob("*.md"))
+    rows = []
+    try:
+        time.sleep(1.0)
+        for i in range(args.edits):
+            path = pages[(i * 7919) % len(pages)]
+            _, front, body = path.read_text(encoding="utf-8").split("---\n", 2)
+            data = yaml.load(front, Loader=_Loader)
+            marker = "zq" + "".join(chr(97 + int(d)) for d in f"{os.getpid()}{i:03d}") + "q"
+            data["title"] = f"{data['title'].split(' edit')[0]} edit {marker}"
+            text = "---\n" + yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000) + "---\n" + body
+            t0 = time.monotonic()
+            path.write_text(text, encoding="utf-8")
+            served = None
+            while time.monotonic() - t0 < args.timeout:
+                if marker in get(f"{url}{path.stem}/"):
+                    served = time.monotonic() - t0
+                    break
+                time.sleep(0.01)
+            rss = rss_mib(proc.pid)
+            rows.append((served, rss))
+            print(f"edit {i + 1:2}: served {served if served is None else round(served, 2)} s, RSS {rss:7.0f} MiB", flush=True)
+            time.sleep(args.interval)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    ok = [r for r in rows if r[0] is not None]
+    if ok:
+        print(f"median: edit→served {statistics.median(r[0] for r in ok):.2f} s; "
+              f"RSS first edit {rows[0][1]:.0f} MiB, last {rows[-1][1]:.0f} MiB, max {max(r[1] for r in rows):.0f} MiB")
     return 0
 
 
