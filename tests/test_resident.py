@@ -178,3 +178,28 @@ def test_pages_re_rendered_for_another_entrys_edit_reuse_their_kept_fragments(pr
     e = yaml.safe_load(edited.read_text())
     own = [e["mechanism"], *e["fix"]["steps"], *(f["a"] for f in e.get("faq", [])), e["fix"]["verify"]["expect"]]
     assert sorted(texts) == sorted(own)  # only the edited entry's own text went through markdown, once
+
+
+def test_an_index_update_gives_way_while_a_patch_runs(project) -> None:  # noqa: F811
+    """The search index's update waits at its checkpoints while a patch runs (the edit's pages come
+    first, not half the interpreter), and finishes once no patch runs."""
+    site = ResidentSite(project["entries"], project["site"], CONFIG, project["templates"], jobs=1)
+    site.patch()
+    CHANGES["entry title (shown on linked pages)"](project)
+    patched = site.patch([str(project["entries"] / "distributed/nccl-hang.yaml")])
+    done: list[tuple[str, ...]] = []
+    site._quiet.clear()  # as while a patch runs
+    worker = threading.Thread(target=lambda: done.append(site.update_index(patched)))
+    worker.start()
+    worker.join(0.5)
+    assert worker.is_alive() and not done  # waiting at a checkpoint
+    site._quiet.set()
+    worker.join(30)
+    assert done and any(p.startswith("search/") for p in done[0])  # the new title's words
+    write_tree(project["entries"], {"memory/host-oom.yaml": "title: [\n"})  # a patch that fails lets it run too
+    try:
+        site.patch([str(project["entries"] / "memory/host-oom.yaml")])
+        raise AssertionError("a broken entry patched")
+    except Exception as e:
+        assert type(e).__name__ == "BuildFailed"
+    assert site._quiet.is_set()

@@ -4,6 +4,10 @@
 it forks worker processes after the items exist, so they inherit them (nothing big is pickled
 on the way in; only results come back). It falls back to a plain loop when forking is not
 safe (other threads are running, or the platform cannot fork) or not worth it.
+
+`checkpoint()`, called now and then in a long loop, lets a background thread give way: inside
+`giving_way(wait)`, in that thread, each checkpoint calls `wait` (the dev server's index update
+waits there while a patch runs, instead of sharing the interpreter with it).
 """
 
 from __future__ import annotations
@@ -12,15 +16,36 @@ import multiprocessing
 import os
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["run_parallel", "worker_count"]
+__all__ = ["checkpoint", "giving_way", "run_parallel", "worker_count"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 _WORK: tuple[Callable[[Any], Any], Sequence[Any]] | None = None
+
+
+_TURN = threading.local()  # .wait: what checkpoint() calls in this thread
+
+
+@contextmanager
+def giving_way(wait: Callable[[], object]) -> Iterator[None]:
+    """Within the block, in this thread, every `checkpoint()` calls `wait`."""
+    _TURN.wait = wait
+    try:
+        yield
+    finally:
+        del _TURN.wait
+
+
+def checkpoint() -> None:
+    """A place where a long computation may wait for more urgent work (see `giving_way`)."""
+    wait = getattr(_TURN, "wait", None)
+    if wait is not None:
+        wait()
 
 
 def worker_count(jobs: int | None = None) -> int:

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..core.catalog import Catalog
 from ..core.entrytext import text_fields
+from ..core.parallel import checkpoint
 from ..core.safejson import safe_json as _json
 from .query import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, SLACK_PER, TYPO, TYPO_MIN, WEAK_NUDGE, SearchIndex, Synonyms,
                      doc_terms, entry_texts)
@@ -171,14 +172,20 @@ def index_files(index: SearchIndex) -> list[tuple[str, str]]:
     chunk_of: dict[str, int] = {}
     chunks: list[dict[str, list[int]]] = [{}]
     size = 0
-    for term, (_, p) in index.terms.items():
+    for n, (term, (_, p)) in enumerate(index.terms.items()):
+        if n % 1024 == 0:
+            checkpoint()
         if size and size + len(p) > CHUNK_POSTINGS:
             chunks.append({})
             size = 0
         chunks[-1][term] = _postings(p)
         chunk_of[term] = len(chunks) - 1
         size += len(p)
-    files = [(f"search/p/{i}.json", _json(c)) for i, c in enumerate(chunks) if c]
+    files = []
+    for i, c in enumerate(chunks):
+        checkpoint()
+        if c:
+            files.append((f"search/p/{i}.json", _json(c)))
     for key, terms in sorted(index.vocab.items()):
         files.append((f"search/v/{key}.json", _json({"t": terms, "f": [index.terms[t][0] for t in terms], "c": [chunk_of[t] for t in terms]})))
     return files

@@ -38,6 +38,7 @@ from typing import Any
 
 from ..core.catalog import Catalog, Record, normalize_tag
 from ..core.entrytext import TOKEN_RE, text_fields
+from ..core.parallel import checkpoint
 from ..core.patterns import MAX_LINE, compile_pattern
 from ..core.problems import FailpediaError
 from ..core.searchterms import (
@@ -303,6 +304,8 @@ class SearchIndex:
         make = per_entry or (lambda slug: doc_terms(entry_texts(catalog.records[slug], catalog), synonyms))
         postings: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
         for doc, slug in enumerate(slugs):
+            if doc % 256 == 0:
+                checkpoint()
             for t, w in make(slug).items():
                 postings[t].append((doc, w))
         n = len(slugs)

@@ -38,7 +38,7 @@ from .markdown import pygments_css
 from .pages import Page, plan_pages, search_pages
 from .reads import Known, Made, Read, Reader
 from .reuse import Reuse
-from ..core.parallel import run_parallel
+from ..core.parallel import checkpoint, giving_way, run_parallel
 from ..core.read import FileSig, read_source
 from .render import Renderer, static_files
 from .write import SiteWriter
@@ -46,6 +46,8 @@ from .write import SiteWriter
 __all__ = ["Debounced", "Patched", "ResidentSite"]
 
 T = TypeVar("T")
+
+GIVE_WAY_MAX = 30.0  # the longest an index update waits at one checkpoint for a patch to end
 
 
 @dataclass(frozen=True)
@@ -76,13 +78,19 @@ class ResidentSite:
         self._renderer: Renderer | None = None
         self._dates: tuple[str | None, dict[str, str]] = (None, {})  # (git HEAD, git_dates then)
         self._publish = threading.Lock()  # a patch and an index update move files in one at a time
+        self._quiet = threading.Event()  # set while no patch runs: an index update waits for it (core.parallel.checkpoint)
+        self._quiet.set()
 
     def patch(self, changed: Iterable[str] | None = None) -> Patched:
         """Bring the site up to date with its inputs. `changed`: the paths the watcher saw change,
         read again whatever their signature says (None: any file may have changed). Raises
         BuildFailed, with the site left as it was, where a build would fail."""
-        with rare_collections():
-            return self._patch(None if changed is None else {os.path.realpath(p) for p in changed})
+        self._quiet.clear()
+        try:
+            with rare_collections():
+                return self._patch(None if changed is None else {os.path.realpath(p) for p in changed})
+        finally:
+            self._quiet.set()
 
     def _patch(self, changed: set[str] | None) -> Patched:
         templates = os.path.realpath(self.templates)
@@ -184,7 +192,9 @@ class ResidentSite:
     def _index_files(catalog: Catalog, reader: Reader, site_wide: tuple[Page, ...], renderer: Renderer) -> dict[str, bytes]:
         """The search index's files and the site-wide files, by site path."""
         files = {p.path: renderer.render_bytes(p) for p in search_pages(catalog)}
-        files.update((p.path, renderer.render_bytes(p, reader)) for p in site_wide)
+        for p in site_wide:
+            checkpoint()
+            files[p.path] = renderer.render_bytes(p, reader)
         return files
 
     def update_index(self, patched: Patched) -> tuple[str, ...]:
@@ -192,7 +202,9 @@ class ResidentSite:
         changed ones; returns their paths."""
         assert self._renderer is not None  # a patch made the catalog
         renderer = self._renderer
-        with rare_collections():
+        # It gives way to a patch (an edit's pages come first): it waits at its checkpoints while one
+        # runs, instead of halving the patch's share of the interpreter.
+        with rare_collections(), giving_way(lambda: self._quiet.wait(GIVE_WAY_MAX)):
             files = self._index_files(patched.catalog, patched.reader, patched.site_wide, renderer)
             digests = {path: digest(data) for path, data in files.items()}
         with self._publish:
