@@ -99,6 +99,24 @@ def get(url: str) -> str:
         return ""
 
 
+def retitle(data: dict, i: int) -> str:
+    """Give the entry's title the i-th edit's marker (one word, no stem to strip); returns it."""
+    marker = "zq" + "".join(chr(97 + int(d)) for d in f"{os.getpid()}{i:03d}") + "q"
+    data["title"] = f"{data['title'].split(' edit')[0]} edit {marker}"
+    return marker
+
+
+def edit_and_poll(path: Path, text: str, page: str, marker: str, timeout: float) -> tuple[float, float | None]:
+    """Write the edit, then poll the page until it shows `marker`: (when written, seconds to served)."""
+    t0 = time.monotonic()
+    path.write_text(text, encoding="utf-8")
+    while time.monotonic() - t0 < timeout:
+        if marker in get(page):
+            return t0, time.monotonic() - t0
+        time.sleep(0.01)
+    return t0, None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--count", type=int, default=1000)
@@ -143,17 +161,9 @@ def main(argv: list[str] | None = None) -> int:
             path = files[(i * 7919) % len(files)]
             slug = path.stem
             data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
-            marker = "zq" + "".join(chr(97 + int(d)) for d in f"{os.getpid()}{i:03d}") + "q"  # one word, no stem to strip
-            data["title"] = f"{data['title'].split(' edit')[0]} edit {marker}"
-            text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
-            t0 = time.monotonic()
-            path.write_text(text, encoding="utf-8")
-            served = None
-            while time.monotonic() - t0 < args.timeout:
-                if marker in get(f"{url}{slug}/"):
-                    served = time.monotonic() - t0
-                    break
-                time.sleep(0.01)
+            marker = retitle(data, i)
+            t0, served = edit_and_poll(path, yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100),
+                                       f"{url}{slug}/", marker, args.timeout)
             reload_at = events.wait_for(f"{slug}/index.html", t0, args.timeout)
             reload = reload_at - t0 if reload_at is not None else None
             indexed = None
@@ -214,17 +224,9 @@ def hugo_edits(args: argparse.Namespace) -> int:
             path = pages[(i * 7919) % len(pages)]
             _, front, body = path.read_text(encoding="utf-8").split("---\n", 2)
             data = yaml.load(front, Loader=_Loader)
-            marker = "zq" + "".join(chr(97 + int(d)) for d in f"{os.getpid()}{i:03d}") + "q"
-            data["title"] = f"{data['title'].split(' edit')[0]} edit {marker}"
+            marker = retitle(data, i)
             text = "---\n" + yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000) + "---\n" + body
-            t0 = time.monotonic()
-            path.write_text(text, encoding="utf-8")
-            served = None
-            while time.monotonic() - t0 < args.timeout:
-                if marker in get(f"{url}{path.stem}/"):
-                    served = time.monotonic() - t0
-                    break
-                time.sleep(0.01)
+            _, served = edit_and_poll(path, text, f"{url}{path.stem}/", marker, args.timeout)
             rss = rss_mib(proc.pid)
             rows.append((served, rss))
             print(f"edit {i + 1:2}: served {served if served is None else round(served, 2)} s, RSS {rss:7.0f} MiB", flush=True)
