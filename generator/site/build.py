@@ -208,9 +208,9 @@ def render_pages(renderer: Renderer, reader: Reader, todo: list[tuple[Page, str]
     _RENDERER, _READER = renderer, reader
     for name in sorted({p.template for p, _ in todo if p.template}):
         renderer.load(name)  # compiled once, before the workers fork
-    here = {i for i, (page, _) in enumerate(todo) if page.site_wide} if keep_reads else set()  # a cold build keeps no memo either
-    made = dict(zip(sorted(here), (_render_to(todo[i]) for i in sorted(here))))
-    rest = [i for i in range(len(todo)) if i not in here]
+    here = [i for i, (page, _) in enumerate(todo) if page.site_wide] if keep_reads else []  # a cold build keeps no memo either
+    made = {i: _render_to(todo[i]) for i in here}
+    rest = [i for i in range(len(todo)) if i not in made]
     made.update(zip(rest, run_parallel(_render_to if keep_reads else _render_only, [todo[i] for i in rest], jobs=jobs, min_items=32)))
     return [made[i] for i in range(len(todo))]
 

@@ -424,13 +424,12 @@ def plan_pages(catalog: Catalog, config: Config, dates: dict[str, str] | None = 
     # Relevance: how many other entries point at an entry (related, often_causes) says how central
     # it is; the CUDA OOM page, which many OOM-shaped failures point to, comes before them.
     inbound = {slug: len(set(catalog.backlinks[slug]) | set(catalog.caused_by[slug])) for slug in all_slugs}
-    pointed = {slug: (-n, slug) for slug, n in inbound.items()}  # the most pointed-at first
     tag_order, category_order = reuse("relevance", _relevance, catalog.by_tag, catalog.by_category,
                                       {slug: rec.tags for slug, rec in catalog.records.items()}, inbound)
 
     # The home page: search and "paste your error" first, then the most common failures
     # (nsmallest: the first of sorted(), without sorting every entry).
-    common = tuple(heapq.nsmallest(HOME_COMMON, all_slugs, key=pointed.__getitem__))
+    common = tuple(heapq.nsmallest(HOME_COMMON, all_slugs, key=lambda slug: (-inbound[slug], slug)))  # the most pointed-at first
     pages.append(_page(
         "index.html",
         "home.html",
