@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 # The stages (pydantic, jinja2, markdown-it, Pygments: ~0.4 s of imports) load only once a
 # build has work to do, so a no-op rebuild answers before importing them.
 
-__all__ = ["BuildResult", "build", "keyed", "load_catalog", "page_key", "page_plans", "parse_one", "rare_collections", "render_pages"]
+__all__ = ["BuildResult", "Warm", "build", "keyed", "load_catalog", "page_key", "page_plans", "parse_one", "rare_collections", "render_pages"]
 
 DEFAULT_CACHE = Path(".cache") / "build"  # what the CLI uses unless --no-cache or --cache-dir
 
@@ -52,6 +52,30 @@ class BuildResult:
     reused: int = 0  # files kept from the previous site (their inputs did not change)
     unchanged: bool = False  # nothing changed: the site was left as it was
     entries: int = 0  # entry pages (what a search index must hold)
+
+
+@dataclass
+class Warm:
+    """What a process that runs one build after another (the build server, surfaces/buildserver.py)
+    keeps from each to the next, in memory: the build cache as last saved (not loaded again while
+    no other build has saved to its folder), the plan (reuse.Reuse: its pages and digests are
+    taken over where their inputs are equal) and the renderer (while the templates and settings
+    stay). A build given a `Warm` leaves its cache save in `pending`, for the caller to run once
+    it has answered (`settle`); the next build settles it first."""
+
+    cache: BuildCache | None = None
+    reuse: Reuse | None = None
+    renderer: tuple[str, Renderer] | None = None  # (the templates' stamp and the settings, the renderer)
+    pending: Callable[[], None] | None = None
+
+    def settle(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            pending()
+
+    def drop(self) -> None:
+        """Forget everything (a build failed part way: what it held may be half made)."""
+        self.cache = self.reuse = self.renderer = self.pending = None
 
 
 def load_catalog(entries: Path) -> Catalog:
@@ -184,6 +208,20 @@ def keyed(page: Page, plan: str, reader: Reader, reads: tuple[Read, ...]) -> tup
     return key, made
 
 
+def _renderer(config: Config, templates: Path, cache: BuildCache, warm: Warm | None) -> Renderer:
+    """The renderer (its compiled templates and template keys): the one `warm` holds while the
+    templates and settings are the same, else a new one (which `warm` then holds)."""
+    from .render import Renderer, TemplateCache, static_files
+
+    if warm is None:
+        return Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
+    key = input_stamp([templates], repr(config))
+    if warm.renderer is None or warm.renderer[0] != key:
+        static_files.cache_clear()  # the static files are read again with the templates
+        warm.renderer = (key, Renderer(config, templates, TemplateCache(cache) if cache.enabled else None))
+    return warm.renderer[1]
+
+
 def _identity(key: str, path: str) -> str:
     """A page's key plus the identity of the file this build wrote for it (inode, size, mtime):
     a file replaced since, e.g. by a checkout that commits site/, is rendered again, not trusted."""
@@ -255,20 +293,34 @@ def build(
     cache_dir: Path | None = None,
     jobs: int | None = None,
     progress: Callable[[str], None] | None = None,
+    warm: Warm | None = None,
 ) -> BuildResult:
     """The whole pipeline. `search=False` leaves out the search index (search/); `cache_dir=None`
     is a cold build that neither reads nor writes the cache; `jobs` caps the worker processes;
-    `progress` hears what stage the build is at (the CLI shows it on a terminal)."""
+    `progress` hears what stage the build is at (the CLI shows it on a terminal); `warm`: what the
+    last build in this process kept (see Warm), taken over and replaced."""
+    if warm is not None:
+        warm.settle()
     with rare_collections():
-        return _build(entries, out, config, templates, search, cache_dir, jobs, progress or (lambda _: None))
+        try:
+            return _build(entries, out, config, templates, search, cache_dir, jobs, progress or (lambda _: None), warm)
+        except BaseException:
+            if warm is not None:
+                warm.drop()
+            raise
 
 
 def _build(
     entries: Path, out: Path, config: Config, templates: Path, search: bool, cache_dir: Path | None, jobs: int | None,
-    progress: Callable[[str], None],
+    progress: Callable[[str], None], warm: Warm | None,
 ) -> BuildResult:
     require_templates(templates)
-    cache = BuildCache.open(cache_dir)
+    held = warm is not None and warm.cache is not None and warm.cache.current(cache_dir)
+    if warm is not None and not held:
+        warm.drop()  # another build saved to the cache folder since (or a first build): nothing held is current
+    cache = warm.cache if warm is not None and warm.cache is not None else BuildCache.open(cache_dir)
+    if warm is not None:
+        warm.cache = cache
     out_abs = out.resolve() if out.exists() else out.absolute()
     stamp = input_stamp(
         [entries, templates, Path(__file__).resolve().parent.parent],  # generator/, every package
@@ -282,7 +334,7 @@ def _build(
     from .markdown import pygments_css
     from .pages import plan_pages, search_pages
     from ..core.read import read_source
-    from .render import Renderer, TemplateCache, static_files
+    from .render import static_files
 
     cache.load_parsed()
     started = time.time_ns()
@@ -298,11 +350,14 @@ def _build(
         cache.save_parsed(set(hashes.values()))  # the valid files stay known
         raise
     dates = git_dates(entries)
-    plan = plan_pages(catalog, config, dates, search, contents=hashes, before=cache.known)
+    from .reuse import Reuse
+
+    reuse = Reuse(warm.reuse if warm is not None else None)
+    plan = plan_pages(catalog, config, dates, search, contents=hashes, before=cache.known, reuse=reuse)
     pages, reader = plan.pages + (search_pages(catalog, jobs) if search else []), plan.reader
 
-    renderer = Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
-    plans = page_plans(pages, config, search, renderer) if cache.enabled else {}  # a cold build keeps no keys
+    renderer = _renderer(config, templates, cache, warm)
+    plans = page_plans(pages, config, search, renderer, reuse) if cache.enabled else {}  # a cold build keeps no keys
     keys: dict[str, str] = {}
     made_from: dict[str, Made] = {}
     stale = cache.numbers(reader.stale()) if cache.enabled else set()
@@ -346,8 +401,12 @@ def _build(
     try:
         if cache.enabled:
             identities = {path: kept.get(path) or _identity(key, os.path.join(writer.out, path)) for path, key in keys.items()}
-            cache.save(stamp, identities, out_abs, set(hashes.values()), len(catalog.records), _file_records(source, hashes, cache, started),
-                       made_from, reader.known())
+            save = partial(cache.save, stamp, identities, out_abs, set(hashes.values()), len(catalog.records),
+                           _file_records(source, hashes, cache, started), made_from, reader.known())
+            if warm is not None:
+                warm.cache, warm.reuse, warm.pending = cache, reuse, save
+            else:
+                save()
     finally:
         writer.finish()
     html = sum(p.path.endswith(".html") for p in pages)

@@ -251,6 +251,7 @@ class BuildCache:
     _dirty: set[int] = field(default_factory=set)  # parsed shards to write
     _fresh: dict[str, bytes] = field(default_factory=dict, repr=False)  # blobs parsed in this build
     _blobs: dict[int, dict[str, bytes]] = field(default_factory=dict, repr=False)  # blob shards read so far
+    _saved: bytes | None = field(default=None, repr=False)  # the MAC of pages.json as read or last written
 
     @classmethod
     def open(cls, folder: Path | None) -> "BuildCache":
@@ -263,6 +264,7 @@ class BuildCache:
             why = "it is not a folder" if folder.exists() and not folder.is_dir() else e.strerror
             raise SetupError(f"cannot keep the build cache in {folder}: {why}; pass --cache-dir DIR, or --no-cache") from None
         cache = cls(folder, key)
+        cache._saved = _mac_of(folder / "pages.json")
         try:
             payload = _read_signed(folder / "pages.json", key)
             meta = json.loads(payload.decode("utf-8")) if payload is not None else {}
@@ -283,12 +285,7 @@ class BuildCache:
         self.memo = MemoFiles(self.folder, self.key)
         reads = _unpickle(self.read_file("reads.pickle"))
         if isinstance(reads, dict) and reads.get("format") == FORMAT and reads.get("stamp") == self.stamp:
-            try:
-                self._reads, self._subjects = reads["reads"], reads["subjects"]
-                self.made = {path: Made(plan, Numbered(self._reads, numbers), subjects) for path, (plan, numbers, subjects) in reads["pages"].items()}
-                self.known = Known(reads["signatures"], {self._reads[i]: value for i, value in reads["values"].items()})
-            except (KeyError, TypeError, ValueError, IndexError):  # written by other code: every page renders
-                self._reads, self._subjects, self.made, self.known = [], [], {}, None
+            self._take_reads(reads)
         for shard in range(SHARDS):
             data = _unpickle(_read_signed(self._shard_path(shard, "parsed"), self.key))
             if (
@@ -298,6 +295,20 @@ class BuildCache:
                 self.parsed.update(data["entries"])
             else:
                 self._dirty.add(shard)  # missing or stale: written again on save
+
+    def _take_reads(self, reads: dict[str, Any]) -> None:
+        """What each page was made from, from `reads.pickle`'s contents (`_numbered`)."""
+        try:
+            self._reads, self._subjects = reads["reads"], reads["subjects"]
+            self.made = {path: Made(plan, Numbered(self._reads, numbers), subjects) for path, (plan, numbers, subjects) in reads["pages"].items()}
+            self.known = Known(reads["signatures"], {self._reads[i]: value for i, value in reads["values"].items()})
+        except (KeyError, TypeError, ValueError, IndexError):  # written by other code: every page renders
+            self._reads, self._subjects, self.made, self.known = [], [], {}, None
+
+    def current(self, folder: Path | None) -> bool:
+        """Whether this cache, held in memory since it was opened or last saved, is still what
+        `folder` holds: no other build has saved there since (a build server keeps its cache)."""
+        return folder is not None and folder == self.folder and self._saved is not None and _mac_of(folder / "pages.json") == self._saved
 
     def numbers(self, subjects: set[str]) -> set[int]:
         """The numbers `made` knows these subjects by (a subject no page looked up has none)."""
@@ -368,6 +379,7 @@ class BuildCache:
             _write_signed(self._shard_path(s, "parsed"), self.key, data)
             self._blobs[s] = blobs
         self._dirty.clear()
+        self._fresh.clear()  # in _blobs now
 
     def read_file(self, name: str) -> bytes | None:
         """A file of this cache, or None (cache off, or the file missing, unsigned or altered)."""
@@ -406,7 +418,8 @@ class BuildCache:
              known: Known | None = None) -> None:
         """Write the new state; `keep` are the digests of the entries still present, `files` the
         entry files a next build may skip reading (see `known_files`), `made` what each page was
-        made from, `known` what this build's reader found (reads.Known)."""
+        made from, `known` what this build's reader found (reads.Known). What is held in memory
+        becomes what was written, as a fresh `open` and `load_parsed` would read it."""
         if self.folder is None:
             return
         self.save_parsed(keep)
@@ -416,6 +429,11 @@ class BuildCache:
         if isinstance(self.memo, MemoFiles):
             self.memo.save()
         if made is not None and known is not None:
-            self.write_file("reads.pickle", pickle.dumps(self._numbered(stamp, made, known), protocol=pickle.HIGHEST_PROTOCOL))
+            numbered = self._numbered(stamp, made, known)
+            self.write_file("reads.pickle", pickle.dumps(numbered, protocol=pickle.HIGHEST_PROTOCOL))
+            self._take_reads(numbered)
+        else:
+            self._reads, self._subjects, self.made, self.known = [], [], {}, None  # as load_parsed finds it
         meta = {"format": FORMAT, "stamp": stamp, "site": str(site), "pages": pages, "entries": entries}
-        _write_signed(self.folder / "pages.json", self.key, json.dumps(meta, sort_keys=True).encode("utf-8"))
+        self._saved = _write_signed(self.folder / "pages.json", self.key, json.dumps(meta, sort_keys=True).encode("utf-8"))
+        self.stamp, self.pages, self.site, self.entries = stamp, pages, str(site), entries

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..core.problems import BuildFailed, FailpediaError, Problem
+from ..core.problems import BuildFailed, FailpediaError, Problem, UsageError
 
 __all__ = ["main"]
 
@@ -113,16 +113,27 @@ def cmd_build(args: argparse.Namespace) -> int:
     from ..site.build import DEFAULT_CACHE
     from ..core.config import TEMPLATES
 
+    cache_dir = None if args.no_cache else Path(args.cache_dir) if args.cache_dir else Path(args.project) / DEFAULT_CACHE
+    if args.stop_server:
+        return _stop_server(cache_dir)
+    if args.server and cache_dir is None:
+        raise UsageError("--server keeps the build cache in memory between builds; it cannot build with --no-cache")
     config = load_config(Path(args.project)).with_base_url(args.base_url)
     out = Path(args.out)
-    cache_dir = None if args.no_cache else Path(args.cache_dir) if args.cache_dir else Path(args.project) / DEFAULT_CACHE
     templates = Path(args.templates) if args.templates else TEMPLATES
     from .progress import Progress
 
     progress = Progress()
     try:
-        result = build(Path(args.entries), out, config, templates, search=not args.no_search, cache_dir=cache_dir, jobs=args.jobs,
-                       progress=progress)
+        if args.server:
+            assert cache_dir is not None
+            from .buildserver import request_build
+
+            result = request_build(Path(args.entries), out, config, templates, not args.no_search, cache_dir, args.jobs,
+                                   idle=args.server_idle, progress=progress).result
+        else:
+            result = build(Path(args.entries), out, config, templates, search=not args.no_search, cache_dir=cache_dir, jobs=args.jobs,
+                           progress=progress)
     except BuildFailed as e:
         progress.done()
         _print_problems(e.problems)
@@ -136,6 +147,26 @@ def cmd_build(args: argparse.Namespace) -> int:
     reused = f", {result.reused} reused" if cache_dir else ""
     print(f"built {result.pages} pages ({result.files} files, {result.rendered} rendered{reused}) into {out}/ — "
           f"to read it, run {serve_hint(out)}")
+    return 0
+
+
+def _stop_server(cache_dir: Path | None) -> int:
+    from .buildserver import stop_server
+
+    if cache_dir is None:
+        raise UsageError("--stop-server stops the build server of a cache folder; it cannot go with --no-cache")
+    stopped = stop_server(cache_dir)
+    if stopped is None:
+        print(f"no build server runs for {cache_dir}")
+    else:
+        print(f"stopped the build server for {cache_dir} (pid {stopped['pid']}, {stopped['builds']} builds)")
+    return 0
+
+
+def cmd_build_server(args: argparse.Namespace) -> int:
+    from .buildserver import serve_builds
+
+    serve_builds(Path(args.cache_dir), args.idle)
     return 0
 
 
@@ -306,7 +337,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..core.config import load_config
     from .commands.diagnose import load_spec
     from .launcher import RunResult, supervise
-    from ..core.problems import UsageError
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -428,8 +458,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", default=None, metavar="DIR", help="where the build cache lives (default: .cache/build)")
     p.add_argument("--jobs", type=_at_least_one, default=None, metavar="N", help="worker processes (default: one per core)")
     p.add_argument("--templates", default=None, metavar="DIR", help="jinja templates and static files (default: the ones shipped in templates/)")
+    p.add_argument("--server", action="store_true",
+                   help="build in a build server that stays up between builds and keeps the cache, plan and templates in memory "
+                   "(started by the first such build; a one-entry rebuild of a large site is several times faster)")
+    p.add_argument("--server-idle", type=_positive, default=900.0, metavar="SECONDS",
+                   help="with --server: how long a server it starts waits for the next build before it exits (default: 900)")
+    p.add_argument("--stop-server", action="store_true", help="stop the build server of this cache folder, and build nothing")
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("build-server", help="the build server 'build --server' starts and stops (not run by hand)")
+    p.add_argument("--cache-dir", required=True)
+    p.add_argument("--idle", type=_positive, default=900.0)
+    p.set_defaults(func=cmd_build_server)
 
     p = sub.add_parser(
         "verify", help="run entries' reproduce scripts in a sandbox and record whether they show their fingerprints",

@@ -1,0 +1,197 @@
+"""The build server (`failpedia build --server`): builds that take over what the last one held in
+memory (site.build.Warm) write what a cold build writes, after every kind of change; and the
+server itself, as real processes over its socket: started by the first build, reused, reporting
+errors as the CLI does, stopped on request or when idle, replaced when killed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import sample_files, write_tree
+from generator.core.config import Config
+from generator.site.build import Warm, build
+from generator.site.render import TEMPLATES
+from sitecheck import tree_digest
+from test_incremental import CHANGES, CONFIG, PAGED, edit_entry
+
+DEFAULT = Config()  # the settings of a project with no [tool.failpedia], as the CLI builds it
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> dict[str, Path]:
+    templates = tmp_path / "templates"
+    shutil.copytree(TEMPLATES, templates)
+    entries = write_tree(tmp_path / "entries", sample_files())
+    return {"entries": entries, "templates": templates, "cache": tmp_path / "cache", "site": tmp_path / "site", "cold": tmp_path / "cold"}
+
+
+def _warm_build(p: dict[str, Path], warm: Warm, config=CONFIG):
+    result = build(p["entries"], p["site"], config, p["templates"], search=False, cache_dir=p["cache"], jobs=1, warm=warm)
+    warm.settle()  # as the server does once it has answered
+    return result
+
+
+def _same_as_cold(p: dict[str, Path], config=CONFIG) -> bool:
+    shutil.rmtree(p["cold"], ignore_errors=True)
+    build(p["entries"], p["cold"], config, p["templates"], search=False, cache_dir=None, jobs=1)
+    return tree_digest(p["site"]) == tree_digest(p["cold"])
+
+
+@pytest.mark.parametrize("config", [CONFIG, PAGED], ids=["one page per list", "paginated lists"])
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_warm_build_equals_a_cold_build(project, change: str, config) -> None:
+    warm = Warm()
+    _warm_build(project, warm, config)
+    held = warm.cache
+    CHANGES[change](project)
+    result = _warm_build(project, warm, config)
+    assert not result.unchanged
+    assert warm.cache is held  # taken over, not loaded again
+    assert _same_as_cold(project, config)
+    # and a third build, from what the second one saved in memory, after a second change
+    edit_entry(project, "memory/gpu-oom.yaml", title="GPU OOM, once more")
+    _warm_build(project, warm, config)
+    assert warm.cache is held
+    assert _same_as_cold(project, config)
+
+
+def test_what_is_held_is_dropped_when_another_build_saved_to_the_cache(project) -> None:
+    warm = Warm()
+    _warm_build(project, warm)
+    held = warm.cache
+    edit_entry(project, "memory/gpu-oom.yaml", title="GPU OOM, built without the server")
+    build(project["entries"], project["site"], CONFIG, project["templates"], search=False, cache_dir=project["cache"], jobs=1)
+    edit_entry(project, "distributed/nccl-hang.yaml", title="NCCL hang, back with the server")
+    _warm_build(project, warm)
+    assert warm.cache is not held  # the cache folder moved on without it: read again
+    assert _same_as_cold(project)
+
+
+def test_a_failed_warm_build_drops_what_it_held_and_the_next_one_recovers(project) -> None:
+    warm = Warm()
+    _warm_build(project, warm)
+    good = tree_digest(project["site"])
+    path = project["entries"] / "memory/gpu-oom.yaml"
+    text = path.read_text()
+    path.write_text(text.replace("title:", "titel:", 1))
+    with pytest.raises(Exception):
+        _warm_build(project, warm)
+    assert warm.cache is None and warm.reuse is None
+    assert tree_digest(project["site"]) == good  # left as it was
+    path.write_text(text.replace("title: ", "title: Fixed ", 1))
+    _warm_build(project, warm)
+    assert _same_as_cold(project)
+
+
+# -- the server, as processes -------------------------------------------------------------------
+
+
+@pytest.fixture
+def cli(project) -> Iterator:
+    """`failpedia build --server ...` in a subprocess, with its own cache home (the servers'
+    sockets, under a short path); every server is stopped afterwards."""
+    home = tempfile.mkdtemp(prefix="fpsrv")
+    env = {**os.environ, "XDG_CACHE_HOME": home}
+
+    def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "generator", "build", "--entries", str(project["entries"]), "--out", str(project["site"]),
+             "--templates", str(project["templates"]), "--cache-dir", str(project["cache"]), "--no-search", *args],
+            cwd=project["entries"].parent, env=env, capture_output=True, text=True, timeout=timeout,
+        )
+
+    run.home = Path(home)  # type: ignore[attr-defined]
+    yield run
+    run("--stop-server")
+    for pid in _servers(Path(home)):
+        os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def _servers(home: Path) -> list[int]:
+    """The pids of the build servers started with this cache home."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+            environ = (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if b"build-server" in cmdline and f"XDG_CACHE_HOME={home}".encode() in environ.split(b"\0"):
+            found.append(int(proc.name))
+    return found
+
+
+def _wait_gone(home: Path, timeout: float = 20) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _servers(home):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_server_builds_what_a_cold_build_writes_and_stays_up_between_builds(project, cli) -> None:
+    first = cli("--server")
+    assert first.returncode == 0, first.stderr
+    assert "built " in first.stdout
+    servers = _servers(cli.home)
+    assert len(servers) == 1  # started by the first build, in the background
+    edit_entry(project, "distributed/nccl-hang.yaml", title="NCCL hang, edited")
+    second = cli("--server")
+    assert second.returncode == 0, second.stderr
+    assert _servers(cli.home) == servers  # the same process answered
+    assert _same_as_cold(project, DEFAULT)
+    assert "nothing changed" in cli("--server").stdout
+    stopped = cli("--stop-server")
+    assert f"(pid {servers[0]}, 3 builds)" in stopped.stdout
+    assert _wait_gone(cli.home)
+    assert not list((cli.home / "failpedia" / "servers").glob("*.sock"))
+    assert "no build server runs" in cli("--stop-server").stdout
+
+
+def test_the_server_reports_entry_errors_as_the_cli_does_and_leaves_the_site(project, cli) -> None:
+    assert cli("--server").returncode == 0
+    good = tree_digest(project["site"])
+    path = project["entries"] / "memory/gpu-oom.yaml"
+    path.write_text(path.read_text().replace("title:", "titel:", 1))
+    served = cli("--server")
+    direct = cli()  # the same build, in-process
+    assert served.returncode == direct.returncode == 1
+    assert (served.stdout, served.stderr) == (direct.stdout, direct.stderr)  # every problem, with its file, line and column
+    assert "gpu-oom.yaml:" in served.stdout + served.stderr and "left as it was" in served.stderr
+    assert tree_digest(project["site"]) == good
+    path.write_text(path.read_text().replace("titel:", "title:", 1))
+    assert cli("--server").returncode == 0
+    assert _same_as_cold(project, DEFAULT)
+
+
+def test_an_idle_server_exits_and_a_killed_one_is_replaced(project, cli) -> None:
+    assert cli("--server", "--server-idle", "1").returncode == 0
+    assert _wait_gone(cli.home)  # no build came for a second
+    assert cli("--server").returncode == 0
+    (pid,) = _servers(cli.home)
+    os.kill(pid, signal.SIGKILL)  # its socket stays behind
+    assert _wait_gone(cli.home)
+    edit_entry(project, "memory/gpu-oom.yaml", title="GPU OOM, after a crash")
+    again = cli("--server")
+    assert again.returncode == 0, again.stderr
+    assert len(_servers(cli.home)) == 1
+    assert _same_as_cold(project, DEFAULT)
+
+
+def test_server_flags_that_cannot_work_are_usage_errors(cli) -> None:
+    done = cli("--server", "--no-cache")
+    assert done.returncode == 2 and "--no-cache" in done.stderr
