@@ -133,13 +133,17 @@ def test_a_damaged_cache_is_ignored(project) -> None:
     assert_same_as_cold(project)
 
 
-def test_a_replaced_output_file_is_rendered_again_not_trusted(project) -> None:
-    incremental(project)
+@pytest.mark.parametrize("jobs", [1, None], ids=["scanned in-process", "scanned by a forked process"])
+@pytest.mark.parametrize("how", ["replaced", "rewritten in place", "deleted"])
+def test_a_replaced_output_file_is_rendered_again_not_trusted(project, how: str, jobs) -> None:
+    build(project["entries"], project["site"], CONFIG, project["templates"], search=False, cache_dir=project["cache"], jobs=jobs)
     planted = project["site"] / "categories/distributed/index.html"
-    planted.unlink()
-    planted.write_text("<script>planted</script>")  # e.g. a checkout that commits site/
+    if how != "rewritten in place":
+        planted.unlink()
+    if how != "deleted":
+        planted.write_text("<script>planted</script>")  # e.g. a checkout that commits site/
     CHANGES["entry text"](project)  # not shown on that page: its key does not change
-    incremental(project)
+    build(project["entries"], project["site"], CONFIG, project["templates"], search=False, cache_dir=project["cache"], jobs=jobs)
     assert "planted" not in planted.read_text()
     assert_same_as_cold(project)
 
@@ -188,15 +192,18 @@ def test_an_update_that_fails_leaves_the_site_as_it_was(project) -> None:
     assert_same_as_cold(project)
 
 
-def test_an_update_removes_files_the_site_no_longer_has(project) -> None:
-    incremental(project)
+@pytest.mark.parametrize("jobs", [1, None], ids=["scanned in-process", "scanned by a forked process"])
+def test_an_update_removes_files_the_site_no_longer_has(project, jobs) -> None:
+    build(project["entries"], project["site"], CONFIG, project["templates"], search=False, cache_dir=project["cache"], jobs=jobs)
     (project["site"] / "stray.html").write_text("not ours")
     (project["site"] / "old-folder").mkdir()
     (project["site"] / "old-folder/index.html").write_text("gone")
+    (project["site"] / "empty-folder/deeper").mkdir(parents=True)
+    (project["site"] / "tags/empty").mkdir()
     CHANGES["removed entry"](project)
-    incremental(project)
-    assert not (project["site"] / "stray.html").exists() and not (project["site"] / "old-folder").exists()
-    assert not (project["site"] / "nccl-hang").exists()
+    build(project["entries"], project["site"], CONFIG, project["templates"], search=False, cache_dir=project["cache"], jobs=jobs)
+    for gone in ("stray.html", "old-folder", "empty-folder", "tags/empty", "nccl-hang"):
+        assert not (project["site"] / gone).exists(), gone
     assert_same_as_cold(project)
 
 

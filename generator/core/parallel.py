@@ -5,6 +5,10 @@ it forks worker processes after the items exist, so they inherit them (nothing b
 on the way in; only results come back). It falls back to a plain loop when forking is not
 safe (other threads are running, or the platform cannot fork) or not worth it.
 
+`start_parallel(fn, *args)` starts one call in a forked process and returns at once; the
+function it returns waits for the call's result. Without a second core (or where forking is not
+safe) the call runs when its result is asked for.
+
 `checkpoint()`, called now and then in a long loop, lets a background thread give way: inside
 `giving_way(wait)`, in that thread, each checkpoint calls `wait` (the dev server's index update
 waits there while a patch runs, instead of sharing the interpreter with it).
@@ -20,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["checkpoint", "giving_way", "run_parallel", "worker_count"]
+__all__ = ["checkpoint", "giving_way", "run_parallel", "start_parallel", "worker_count"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -69,8 +73,7 @@ def _run_chunk(bounds: tuple[int, int]) -> list[Any]:
 def run_parallel(fn: Callable[[T], R], items: Sequence[T], jobs: int | None = None, min_items: int = 32) -> list[R]:
     global _WORK
     workers = worker_count(jobs)
-    can_fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-    if workers < 2 or len(items) < min_items or not can_fork:
+    if workers < 2 or len(items) < min_items or not _can_fork():
         return [fn(x) for x in items]
     size = max(1, len(items) // (workers * 32))  # small chunks: no worker idles long at the end
     chunks = [(i, min(i + size, len(items))) for i in range(0, len(items), size)]
@@ -81,3 +84,43 @@ def run_parallel(fn: Callable[[T], R], items: Sequence[T], jobs: int | None = No
     finally:
         _WORK = None
     return [r for part in parts for r in part]
+
+
+def _can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
+def start_parallel(fn: Callable[..., R], *args: Any, jobs: int | None = None) -> Callable[[], R]:
+    """Start `fn(*args)` beside the caller, in a forked process (unless `jobs` is 1); returns what
+    waits for its result (and raises what it raised)."""
+    if worker_count(jobs) < 2 or not _can_fork():
+        return lambda: fn(*args)
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_send_result, args=(send, fn, args), daemon=True)
+    proc.start()
+    send.close()
+
+    def result() -> R:
+        try:
+            ok, value = receive.recv()
+        except EOFError:
+            raise RuntimeError(f"the process running {fn.__name__} ended without a result") from None
+        finally:
+            receive.close()
+            proc.join()
+        if not ok:
+            raise value
+        out: R = value
+        return out
+
+    return result
+
+
+def _send_result(send: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    _worker_start()
+    try:
+        outcome = (True, fn(*args))
+    except BaseException as e:
+        outcome = (False, e)
+    send.send(outcome)

@@ -140,8 +140,9 @@ def read_source(root: Path, display_root: str | None = None, known: Mapping[str,
         if not SLUG_RE.fullmatch(child.name):
             problems.append(Problem(display, 0, 0, "category folder names use lower-case letters, digits and hyphens"))
             continue
+        folder = _display(root, display_root, child.name)
         for f in sorted(os.scandir(child.path), key=lambda d: d.name):
-            fdisplay = _display(root, display_root, child.name, f.name)
+            fdisplay = f"{folder}/{shown(f.name, 300)}"
             if f.name.startswith("."):
                 continue
             count += 1

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 from .cache import BuildCache, code_version, digest, input_stamp
 from ..core.config import TEMPLATES, Config, require_templates
 from .gitdates import git_dates, git_head
-from ..core.parallel import run_parallel
+from ..core.parallel import run_parallel, start_parallel
 from ..core.problems import BuildFailed, FailpediaError
-from .write import SiteWriter, write_file
+from .write import SiteWriter, identity, scan_site, write_file
 
 if TYPE_CHECKING:
     from ..core.catalog import Catalog, ParseResult
@@ -64,6 +64,7 @@ class Warm:
     it has answered (`settle`); the next build settles it first."""
 
     cache: BuildCache | None = None
+    parsed: dict[tuple[str, str], ParseResult] | None = None  # (entry file, digest) → its parse result, from the cache
     reuse: Reuse | None = None
     renderer: tuple[str, Renderer] | None = None  # (the templates' stamp and the settings, the renderer)
     pending: Callable[[], None] | None = None
@@ -75,7 +76,7 @@ class Warm:
 
     def drop(self) -> None:
         """Forget everything (a build failed part way: what it held may be half made)."""
-        self.cache = self.reuse = self.renderer = self.pending = None
+        self.cache = self.parsed = self.reuse = self.renderer = self.pending = None
 
 
 def load_catalog(entries: Path) -> Catalog:
@@ -86,15 +87,20 @@ def load_catalog(entries: Path) -> Catalog:
     return build_catalog(read_source(entries))
 
 
-def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: int | None) -> dict[str, ParseResult]:
+def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: int | None,
+               held: dict[tuple[str, str], ParseResult] | None = None) -> dict[str, ParseResult]:
     """Every entry file's parse result: from the cache when its bytes (hash) are known, else
-    parsed (in parallel when there are many)."""
+    parsed (in parallel when there are many). `held`: the last build's results of the files
+    it did not read (by path and digest), taken over as they are."""
     from ..core.read import read_entry
 
     results: dict[str, ParseResult] = {}
     misses = []
     for path, category, slug, raw in source.entries:
         key = hashes[path]
+        if raw is None and held is not None and (path, key) in held:
+            results[path] = held[path, key]
+            continue
         hit = cache.get(key)
         if hit is not None:
             head, blob = hit
@@ -223,17 +229,11 @@ def _renderer(config: Config, templates: Path, cache: BuildCache, warm: Warm | N
 
 
 def _identity(key: str, path: str) -> str:
-    """A page's key plus the identity of the file this build wrote for it (inode, size, mtime):
-    a file replaced since, e.g. by a checkout that commits site/, is rendered again, not trusted."""
+    """A page's key plus the identity of the file this build wrote for it (write.identity)."""
     try:
-        st = os.stat(path)
+        return f"{key}:{identity(os.stat(path))}"
     except OSError:
         return key
-    return f"{key}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
-
-
-def _unchanged(recorded: str | None, key: str, previous: str) -> bool:
-    return recorded is not None and recorded == _identity(key, previous)
 
 
 def render_pages(renderer: Renderer, reader: Reader, todo: list[tuple[Page, str]], jobs: int | None, keep_reads: bool = True,
@@ -336,6 +336,11 @@ def _build(
     from ..core.read import read_source
     from .render import static_files
 
+    # An incremental build updates the site in place. What the site holds is scanned on another
+    # core meanwhile: the files this build must delete, and those changed since they were written.
+    same_site = cache.site == str(out_abs)  # the page keys describe this output folder
+    update = bool(cache.pages) and same_site and out_abs.is_dir()
+    scanning = start_parallel(scan_site, str(out_abs), cache.pages, jobs=jobs) if update else None
     cache.load_parsed()
     started = time.time_ns()
     source = read_source(entries, known=cache.known_files())
@@ -343,7 +348,7 @@ def _build(
         path: digest(raw) if raw is not None else cache.files[path][1] for path, _category, _slug, raw in source.entries
     }
     progress(f"checking {len(source.entries)} entries")
-    parsed = _parse_all(source, hashes, cache, jobs)
+    parsed = _parse_all(source, hashes, cache, jobs, warm.parsed if warm is not None else None)
     try:
         catalog = build_catalog(source, parsed, cache.memo if cache.enabled else None)
     except BuildFailed:
@@ -361,9 +366,8 @@ def _build(
     keys: dict[str, str] = {}
     made_from: dict[str, Made] = {}
     stale = cache.numbers(reader.stale()) if cache.enabled else set()
-    # An incremental build updates the site in place.
-    same_site = cache.site == str(out_abs)  # the page keys describe this output folder
-    writer = SiteWriter(out, update=bool(cache.pages) and same_site)
+    scanned = scanning() if scanning is not None else None
+    writer = SiteWriter(out, update=scanned is not None)
     kept: dict[str, str] = {}  # pages left in place by an update → their recorded identity
     rendered = 0
     try:
@@ -375,11 +379,11 @@ def _build(
             if page.path in plans:
                 before = cache.made.get(page.path)
                 recorded = cache.pages.get(page.path)
-                key = page_key(page, plans[page.path], reader, before, recorded.partition(":")[0] if recorded else None, stale)
-                previous = os.path.join(out_abs, page.path)
-                if key is not None and same_site and _unchanged(recorded, key, previous) and writer.link(page.path, previous):
-                    if writer.update and recorded is not None:  # not None: _unchanged matched it
-                        kept[page.path] = recorded
+                key_before = recorded.partition(":")[0] if recorded else None
+                key = page_key(page, plans[page.path], reader, before, key_before, stale)
+                if scanned is not None and key is not None and key == key_before and scanned.unchanged(page.path):
+                    writer.keep(page.path)
+                    kept[page.path] = recorded or key
                     keys[page.path] = key
                     if before is not None:  # the same plan: a changed one changes the key
                         made_from[page.path] = before
@@ -397,7 +401,7 @@ def _build(
     except BaseException:
         writer.abort()
         raise
-    writer.commit()
+    writer.commit(writer.unwritten(scanned, cache.pages) if scanned is not None else ())
     try:
         if cache.enabled:
             identities = {path: kept.get(path) or _identity(key, os.path.join(writer.out, path)) for path, key in keys.items()}
@@ -405,6 +409,7 @@ def _build(
                            _file_records(source, hashes, cache, started), made_from, reader.known())
             if warm is not None:
                 warm.cache, warm.reuse, warm.pending = cache, reuse, save
+                warm.parsed = {(path, hashes[path]): r for path, r in parsed.items() if r[0] is not None and callable(r[0].entry)}  # from the cache
             else:
                 save()
     finally:

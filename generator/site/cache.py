@@ -23,8 +23,8 @@ Seven kinds of file are kept under the cache folder (`.cache/` by default, `--ca
 - `files.pickle`: each entry file's size, times and inode when last read, with the digest of its
   bytes: a file whose signature is unchanged is not read again (git's index works the same way).
 - `pages.json`: for every page of the last site, the key of its inputs. A page whose key is
-  unchanged is not rendered: its previous file stays (an in-place update) or is hard-linked into
-  the new site (a fresh tree). `reads.pickle`: what each page looked up in the catalog when it
+  unchanged is not rendered: its previous file stays where it is (an in-place update), unless the
+  file is gone or was changed since it was written (write.scan_site). `reads.pickle`: what each page looked up in the catalog when it
   last rendered (reads.py), from which its key is made again on the next build.
 
 The cache is an optimisation only: a test proves an incremental build equals a cold one byte for

@@ -5,7 +5,7 @@ complete build replaces the old site (rename the old one aside, rename the new o
 old). An update (`update=True`: an incremental build of a site this tool wrote) stages only the
 files that changed, keeps the rest where they are, and once everything is staged moves the new
 files in (one rename each) and deletes the files the site no longer has: at 10,000 entries that
-is a few dozen renames instead of 14,000 folders and 24,000 links. Either way a failed build
+is a few dozen renames instead of 14,000 folders and 24,000 files. Either way a failed build
 leaves the previous site untouched. The sink refuses two writes to one path and any path that
 would escape the folder.
 """
@@ -17,13 +17,14 @@ import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
 from ..core.problems import FailpediaError
 
-__all__ = ["SiteWriter", "write_file"]
+__all__ = ["SiteScan", "SiteWriter", "scan_site", "write_file"]
 
 _PART = r"[A-Za-z0-9_@+~,=-][A-Za-z0-9._@+~,=-]*"  # no hidden files, no ':' or controls
 _PATH_RE = re.compile(rf"{_PART}(?:/{_PART})*")  # every part allowed, none empty, '.' or '..'
@@ -44,6 +45,63 @@ def write_file(target: str, data: bytes, rel: str) -> None:
         raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
 
 
+@dataclass(frozen=True)
+class SiteScan:
+    """What an output folder held when it was scanned (`scan_site`), against the files recorded
+    as written: only these few sets travel back from the scanning process, not every path."""
+
+    extra: frozenset[str]  # files it held that were not recorded (static files, files of others)
+    missing: frozenset[str]  # recorded files it did not hold
+    moved: frozenset[str]  # recorded files it held with another identity than the one recorded
+    empty: tuple[str, ...]  # folders that held nothing, deepest first
+
+    def unchanged(self, rel: str) -> bool:
+        """Whether the folder held the recorded file `rel` as it was written."""
+        return rel not in self.missing and rel not in self.moved
+
+    def files(self, recorded: Iterable[str]) -> set[str]:
+        """Every file it held, given the files recorded."""
+        return {f for f in recorded if f not in self.missing} | self.extra
+
+
+def identity(st: os.stat_result) -> str:
+    """A written file's identity: a file replaced or rewritten since (a checkout that commits
+    site/) has another, and is rendered again rather than trusted."""
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def scan_site(out: str, recorded: Mapping[str, str]) -> SiteScan:
+    """Walk the site folder once: the files an update must delete if the build does not write
+    them, and which of the `recorded` files (path → 'key:identity') changed since they were
+    written. Runs beside the build's first stages (core.parallel.start_parallel)."""
+    seen: set[str] = set()
+    extra: set[str] = set()
+    empty: list[str] = []
+    moved: set[str] = set()
+
+    def walk(folder: str, rel: str) -> bool:
+        held = False
+        with os.scandir(folder) as it:
+            for item in it:
+                sub = f"{rel}/{item.name}" if rel else item.name
+                held = True
+                if item.is_dir(follow_symlinks=False):
+                    if not walk(item.path, sub):
+                        empty.append(sub)
+                    continue
+                was = recorded.get(sub)
+                if was is None:
+                    extra.add(sub)
+                    continue
+                seen.add(sub)
+                if was.partition(":")[2] != identity(item.stat(follow_symlinks=False)):
+                    moved.add(sub)
+        return held
+
+    walk(out, "")
+    return SiteScan(frozenset(extra), frozenset(p for p in recorded if p not in seen), frozenset(moved), tuple(empty))
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
@@ -60,7 +118,6 @@ class SiteWriter:
         self.staged: list[str] = []  # update: the files to move in
         self.written: set[str] = set()
         self.spellings: dict[str, str] | None = None  # lower-cased path or folder → the spelling written (see _claim)
-        self.folders: set[str] = set()  # folders made for links so far
         self._cleanup: threading.Thread | None = None
 
     def add(self, rel: str, content: str | bytes) -> None:
@@ -70,32 +127,15 @@ class SiteWriter:
             return
         write_file(self.reserve(rel), data, rel)
 
-    def link(self, rel: str, previous: str | Path) -> bool:
-        """Reuse an unchanged file of the previous site (a hard link, no rewrite). False when the
-        previous file is gone; the caller then renders it. An update keeps the file in place."""
-        if self.update:
-            self._claim(rel)
-            return True
-        target = self.reserve(rel)
-        folder = rel.rpartition("/")[0]
-        if folder and folder not in self.folders:  # one mkdir per folder, not per file
-            try:
-                os.makedirs(os.path.join(self.tmp, folder), exist_ok=True)
-            except OSError as e:  # a file where a folder must go
-                raise FailpediaError(f"refusing to write {rel!r}: {e.strerror}") from None
-            self.folders.add(folder)
-        try:
-            os.link(previous, target)
-        except FileNotFoundError:
-            self.written.discard(rel)
-            return False
-        except OSError:  # another file system, or links not allowed: copy instead
-            try:
-                shutil.copyfile(previous, target)
-            except OSError:
-                self.written.discard(rel)
-                return False
-        return True
+    def keep(self, rel: str) -> None:
+        """An update: the site's file at `rel` is current; it stays where it is."""
+        assert self.update
+        self._claim(rel)
+
+    def unwritten(self, scanned: SiteScan, recorded: Iterable[str]) -> list[str]:
+        """What the folder held when `scanned` (against the `recorded` files) and this build did
+        not write: the files, then the folders that were empty (deepest first)."""
+        return [*(f for f in sorted(scanned.files(recorded)) if f not in self.written), *scanned.empty]
 
     def reserve(self, rel: str) -> str:
         """Check a path and claim it; returns where its content goes (write it with `write_file`)."""
@@ -130,9 +170,9 @@ class SiteWriter:
             if seen != prefix:
                 raise FailpediaError(f"refusing to write {rel!r}: it and {seen!r} differ only in case; rename one of their sources")
 
-    def commit(self, removed: Iterable[str] | None = None) -> None:
+    def commit(self, removed: Iterable[str] = ()) -> None:
         """Swap the new folder in place of the old one (an update: move the staged files in, then
-        delete what was not written, or, when the caller knows them, the `removed` files only)."""
+        delete the `removed` files and folders, e.g. `unwritten`)."""
         if self.update:
             self._commit_update(removed)
             return
@@ -149,7 +189,7 @@ class SiteWriter:
             self._cleanup = threading.Thread(target=shutil.rmtree, args=(old,), kwargs={"ignore_errors": True})
             self._cleanup.start()
 
-    def _commit_update(self, removed: Iterable[str] | None) -> None:
+    def _commit_update(self, removed: Iterable[str]) -> None:
         for rel in self.staged:
             staged, live = os.path.join(self.tmp, rel), os.path.join(self.out, rel)
             try:
@@ -160,42 +200,26 @@ class SiteWriter:
             except IsADirectoryError:  # a folder where a file now goes
                 shutil.rmtree(live)
                 os.replace(staged, live)
-        if removed is None:
-            self._sweep(str(self.out), "")
-        else:
-            for rel in removed:
-                self._remove(rel)
+        for rel in removed:
+            self._remove(rel)
         # the staging folder (empty folders now) goes while the caller goes on; finish() waits
         self._cleanup = threading.Thread(target=shutil.rmtree, args=(self.tmp,), kwargs={"ignore_errors": True})
         self._cleanup.start()
 
     def _remove(self, rel: str) -> None:
-        """Delete one file of the site, and the folders it leaves empty."""
+        """Delete one file (or empty folder) of the site, and the folders it leaves empty."""
+        path = os.path.join(self.out, rel)
         try:
-            os.unlink(os.path.join(self.out, rel))
+            try:
+                os.unlink(path)
+            except IsADirectoryError:
+                os.rmdir(path)
             folder = os.path.dirname(rel)
             while folder:
                 os.rmdir(os.path.join(self.out, folder))
                 folder = os.path.dirname(folder)
         except OSError:  # gone already, or its folder still holds files
             pass
-
-    def _sweep(self, folder: str, rel: str) -> bool:
-        """Delete what this build did not write; True when `folder` ends up empty."""
-        empty = True
-        with os.scandir(folder) as it:
-            for item in it:
-                sub = f"{rel}/{item.name}" if rel else item.name
-                if item.is_dir(follow_symlinks=False):
-                    if self._sweep(item.path, sub):
-                        os.rmdir(item.path)
-                    else:
-                        empty = False
-                elif sub in self.written:
-                    empty = False
-                else:
-                    os.unlink(item.path)
-        return empty
 
     def finish(self) -> None:
         """Wait until the replaced site (or an update's staging folder) is deleted."""
