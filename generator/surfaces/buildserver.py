@@ -140,6 +140,8 @@ def _loop(sock: socket.socket, path: Path, cache_dir: Path, idle: float) -> None
             _answer(conn, message.get("build") or {}, cache_dir, warm)
         try:
             warm.settle()  # the cache save the build left: after the answer, before the next build
+            if warm.cache is not None:
+                warm.cache.load_parsed()  # after a no-op answer: loaded now, not by the next build
         except Exception:
             warm.drop()
             traceback.print_exc()  # to server.log
