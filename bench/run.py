@@ -5,7 +5,8 @@
     python bench/run.py --count 2000 --repeat 3 --skip-hugo
 
 For each size it times, each the median of --repeat runs (peak RSS of the child too):
-cold full build (--no-cache --no-search), no-op rebuild, rebuild after one entry changed, after
+cold full build (--no-cache --no-search), no-op rebuild, rebuild after one entry changed (in a
+fresh process, and through the build server: `build --server`, each edit 2 s after the last build), after
 the tag registry changed, after a template changed, a cold build with search, the search
 indexing step alone, Hugo building the same entries converted to Markdown pages with a tags
 taxonomy, and Hugo followed by Pagefind (`pagefind` on the PATH: `npm install pagefind`) over
@@ -144,6 +145,19 @@ def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool, search_repe
         one.write_text(original.replace("summary: ", f"summary: Edit {next(counter)}. ", 1))
 
     results["one entry changed"] = median_of(repeat, touch_entry, base, REPO)
+    # The same through the build server (`build --server`): started and loaded by a first build;
+    # each edit comes 2 s after the last build, as edits do, once the server has saved its cache.
+    served = base + ["--server", "--server-idle", "600"]
+    measure(served, REPO)
+    touch_entry()
+    measure(served, REPO)
+
+    def touch_entry_later() -> None:
+        time.sleep(2)
+        touch_entry()
+
+    results["one entry changed, build server"] = median_of(repeat, touch_entry_later, served, REPO)
+    measure(base + ["--stop-server"], REPO)
     tags = corpus / "tags.yaml"
     tags_text = tags.read_text()
 
