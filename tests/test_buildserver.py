@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -149,6 +150,14 @@ def test_the_server_builds_what_a_cold_build_writes_and_stays_up_between_builds(
     assert "built " in first.stdout
     servers = _servers(cli.home)
     assert len(servers) == 1  # started by the first build, in the background
+    (sock_path,) = (cli.home / "failpedia" / "servers").glob("*.sock")
+    assert sock_path.stat().st_mode & 0o777 == 0o600 and sock_path.parent.stat().st_mode & 0o777 == 0o700
+    for garbage in (b"not json\n", b"[1, 2]\n", b'{"build": {}}\n', b""):  # answered or dropped; the server stays
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(str(sock_path))
+            conn.sendall(garbage)
+            conn.shutdown(socket.SHUT_WR)
+            conn.recv(65536)
     edit_entry(project, "distributed/nccl-hang.yaml", title="NCCL hang, edited")
     second = cli("--server")
     assert second.returncode == 0, second.stderr
@@ -156,7 +165,7 @@ def test_the_server_builds_what_a_cold_build_writes_and_stays_up_between_builds(
     assert _same_as_cold(project, DEFAULT)
     assert "nothing changed" in cli("--server").stdout
     stopped = cli("--stop-server")
-    assert f"(pid {servers[0]}, 3 builds)" in stopped.stdout
+    assert f"(pid {servers[0]}, 4 builds)" in stopped.stdout  # the empty request counts as one
     assert _wait_gone(cli.home)
     assert not list((cli.home / "failpedia" / "servers").glob("*.sock"))
     assert "no build server runs" in cli("--stop-server").stdout

@@ -40,8 +40,10 @@ from ..site.cache import code_version, digest
 
 __all__ = ["IDLE", "ServerAnswer", "request_build", "serve_builds", "socket_path", "stop_server"]
 
+_PACKAGE = Path(__file__).resolve().parent.parent  # generator/
 IDLE = 900.0  # seconds a server waits for the next build before it exits
 START_WAIT = 60.0  # seconds a client waits for a server it started to listen
+REQUEST_WAIT = 10.0  # seconds the server waits for a connected client's request
 
 
 def _servers_folder() -> Path:
@@ -129,10 +131,14 @@ def _loop(sock: socket.socket, path: Path, cache_dir: Path, idle: float) -> None
         except BlockingIOError:
             return
         with conn:
-            conn.setblocking(True)
-            message = _read_message(conn)
+            conn.settimeout(REQUEST_WAIT)  # a client that connects and says nothing holds no one up
+            try:
+                message = _read_message(conn)
+            except OSError:
+                message = None
             if message is None:
                 continue
+            conn.setblocking(True)
             if message.get("stop"):
                 _send(conn, {"stopped": {"pid": os.getpid(), "builds": served}})
                 return
@@ -261,6 +267,7 @@ def _start(cache_dir: Path, path: Path, idle: float) -> socket.socket:
         proc = subprocess.Popen(
             [sys.executable, "-m", "generator", "build-server", "--cache-dir", str(cache_dir), "--idle", repr(idle)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+            cwd=_PACKAGE.parent,  # `-m generator` finds this very package (its code names the socket), not one in the caller's folder
         )
     deadline = time.monotonic() + START_WAIT
     while time.monotonic() < deadline:
