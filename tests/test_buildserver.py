@@ -18,22 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import sample_files, write_tree
 from generator.core.config import Config
 from generator.site.build import Warm, build
-from generator.site.render import TEMPLATES
 from sitecheck import tree_digest
-from test_incremental import CHANGES, CONFIG, PAGED, edit_entry
+from test_incremental import CHANGES, CONFIG, PAGED, edit_entry, project  # noqa: F401  (the sample project fixture)
 
 DEFAULT = Config()  # the settings of a project with no [tool.failpedia], as the CLI builds it
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> dict[str, Path]:
-    templates = tmp_path / "templates"
-    shutil.copytree(TEMPLATES, templates)
-    entries = write_tree(tmp_path / "entries", sample_files())
-    return {"entries": entries, "templates": templates, "cache": tmp_path / "cache", "site": tmp_path / "site", "cold": tmp_path / "cold"}
 
 
 def _warm_build(p: dict[str, Path], warm: Warm, config=CONFIG):

@@ -133,7 +133,7 @@ def test_a_damaged_cache_is_ignored(project) -> None:
     assert_same_as_cold(project)
 
 
-@pytest.mark.parametrize("jobs", [1, None], ids=["scanned in-process", "scanned by a forked process"])
+@pytest.mark.parametrize("jobs", [1, None], ids=["one job: scanned in-process", "every core: scanned in a forked process when no other thread runs"])
 @pytest.mark.parametrize("how", ["replaced", "rewritten in place", "deleted"])
 def test_a_replaced_output_file_is_rendered_again_not_trusted(project, how: str, jobs) -> None:
     build(project["entries"], project["site"], CONFIG, project["templates"], search=False, cache_dir=project["cache"], jobs=jobs)
@@ -192,7 +192,7 @@ def test_an_update_that_fails_leaves_the_site_as_it_was(project) -> None:
     assert_same_as_cold(project)
 
 
-@pytest.mark.parametrize("jobs", [1, None], ids=["scanned in-process", "scanned by a forked process"])
+@pytest.mark.parametrize("jobs", [1, None], ids=["one job: scanned in-process", "every core: scanned in a forked process when no other thread runs"])
 def test_an_update_removes_files_the_site_no_longer_has(project, jobs) -> None:
     build(project["entries"], project["site"], CONFIG, project["templates"], search=False, cache_dir=project["cache"], jobs=jobs)
     (project["site"] / "stray.html").write_text("not ours")
