@@ -123,4 +123,7 @@ def _send_result(send: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> No
         outcome = (True, fn(*args))
     except BaseException as e:
         outcome = (False, e)
-    send.send(outcome)
+    try:
+        send.send(outcome)
+    except OSError:  # the caller went on without the result (its build failed first)
+        pass

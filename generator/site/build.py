@@ -383,7 +383,7 @@ def _build(
                 key = page_key(page, plans[page.path], reader, before, key_before, stale)
                 if scanned is not None and key is not None and key == key_before and scanned.unchanged(page.path):
                     writer.keep(page.path)
-                    kept[page.path] = recorded or key
+                    kept[page.path] = cache.pages[page.path]
                     keys[page.path] = key
                     if before is not None:  # the same plan: a changed one changes the key
                         made_from[page.path] = before
