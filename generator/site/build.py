@@ -406,7 +406,7 @@ def _build(
         if cache.enabled:
             identities = {path: kept.get(path) or _identity(key, os.path.join(writer.out, path)) for path, key in keys.items()}
             save = partial(cache.save, stamp, identities, out_abs, set(hashes.values()), len(catalog.records),
-                           _file_records(source, hashes, cache, started), made_from, reader.known())
+                           _file_records(source, hashes, cache, started), made_from, reader.known(), held=warm is not None)
             if warm is not None:
                 warm.cache, warm.reuse, warm.pending = cache, reuse, save
                 warm.parsed = {(path, hashes[path]): r for path, r in parsed.items() if r[0] is not None and callable(r[0].entry)}  # from the cache

@@ -415,11 +415,12 @@ class BuildCache:
 
     def save(self, stamp: str, pages: dict[str, str], site: Path, keep: set[str], entries: int,
              files: dict[str, tuple[FileSig, str]] | None = None, made: dict[str, Made] | None = None,
-             known: Known | None = None) -> None:
+             known: Known | None = None, held: bool = False) -> None:
         """Write the new state; `keep` are the digests of the entries still present, `files` the
         entry files a next build may skip reading (see `known_files`), `made` what each page was
-        made from, `known` what this build's reader found (reads.Known). What is held in memory
-        becomes what was written, as a fresh `open` and `load_parsed` would read it."""
+        made from, `known` what this build's reader found (reads.Known). `held`: this cache stays
+        in memory for a next build (build.Warm), so what it holds becomes what was written, as a
+        fresh `open` and `load_parsed` would read it."""
         if self.folder is None:
             return
         self.save_parsed(keep)
@@ -431,8 +432,9 @@ class BuildCache:
         if made is not None and known is not None:
             numbered = self._numbered(stamp, made, known)
             self.write_file("reads.pickle", pickle.dumps(numbered, protocol=pickle.HIGHEST_PROTOCOL))
-            self._take_reads(numbered)
-        else:
+            if held:
+                self._take_reads(numbered)
+        elif held:
             self._reads, self._subjects, self.made, self.known = [], [], {}, None  # as load_parsed finds it
         meta = {"format": FORMAT, "stamp": stamp, "site": str(site), "pages": pages, "entries": entries}
         self._saved = _write_signed(self.folder / "pages.json", self.key, json.dumps(meta, sort_keys=True).encode("utf-8"))
