@@ -56,6 +56,21 @@ def test_a_warm_build_equals_a_cold_build(project, change: str, config) -> None:
     assert _same_as_cold(project, config)
 
 
+def test_a_plan_made_while_idle_writes_nothing_and_is_taken_over_by_the_next_build(project) -> None:
+    _warm_build(project, Warm())  # the site and its cache, made by another process
+    warm = Warm()
+    assert _warm_build(project, warm).unchanged and warm.reuse is None  # a server's first build: nothing to do
+    before = {p: p.stat().st_mtime_ns for p in project["site"].rglob("*")}
+    edit_entry(project, "memory/gpu-oom.yaml", title="GPU OOM, edited while the server was idle")
+    primed = build(project["entries"], project["site"], CONFIG, project["templates"], search=False, cache_dir=project["cache"], jobs=1,
+                   warm=warm, plan_only=True)
+    assert primed.unchanged and warm.reuse is not None and warm.pending is None
+    assert {p: p.stat().st_mtime_ns for p in project["site"].rglob("*")} == before  # nothing written, the edit included
+    result = _warm_build(project, warm)
+    assert result.rendered > 0 and warm.reuse.kept > 0  # the plan made while idle was taken over
+    assert _same_as_cold(project)
+
+
 def test_what_is_held_is_dropped_when_another_build_saved_to_the_cache(project) -> None:
     warm = Warm()
     _warm_build(project, warm)

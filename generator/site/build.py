@@ -214,6 +214,11 @@ def keyed(page: Page, plan: str, reader: Reader, reads: tuple[Read, ...]) -> tup
     return key, made
 
 
+def _held(parsed: dict[str, ParseResult], hashes: dict[str, str]) -> dict[tuple[str, str], ParseResult]:
+    """The parse results a build server keeps for the next build: those made from the cache."""
+    return {(path, hashes[path]): r for path, r in parsed.items() if r[0] is not None and callable(r[0].entry)}
+
+
 def _renderer(config: Config, templates: Path, cache: BuildCache, warm: Warm | None) -> Renderer:
     """The renderer (its compiled templates and template keys): the one `warm` holds while the
     templates and settings are the same, else a new one (which `warm` then holds)."""
@@ -294,16 +299,19 @@ def build(
     jobs: int | None = None,
     progress: Callable[[str], None] | None = None,
     warm: Warm | None = None,
+    plan_only: bool = False,
 ) -> BuildResult:
     """The whole pipeline. `search=False` leaves out the search index (search/); `cache_dir=None`
     is a cold build that neither reads nor writes the cache; `jobs` caps the worker processes;
     `progress` hears what stage the build is at (the CLI shows it on a terminal); `warm`: what the
-    last build in this process kept (see Warm), taken over and replaced."""
+    last build in this process kept (see Warm), taken over and replaced. `plan_only` (with `warm`):
+    read, check and plan, write nothing, and keep the plan in `warm` (a build server's idle time
+    after a build that had nothing to do, so that the build after an edit plans only what changed)."""
     if warm is not None:
         warm.settle()
     with rare_collections():
         try:
-            return _build(entries, out, config, templates, search, cache_dir, jobs, progress or (lambda _: None), warm)
+            return _build(entries, out, config, templates, search, cache_dir, jobs, progress or (lambda _: None), warm, plan_only)
         except BaseException:
             if warm is not None:
                 warm.drop()
@@ -312,7 +320,7 @@ def build(
 
 def _build(
     entries: Path, out: Path, config: Config, templates: Path, search: bool, cache_dir: Path | None, jobs: int | None,
-    progress: Callable[[str], None], warm: Warm | None,
+    progress: Callable[[str], None], warm: Warm | None, plan_only: bool = False,
 ) -> BuildResult:
     require_templates(templates)
     held = warm is not None and warm.cache is not None and warm.cache.current(cache_dir)
@@ -326,7 +334,7 @@ def _build(
         [entries, templates, Path(__file__).resolve().parent.parent],  # generator/, every package
         json.dumps([repr(config), search, str(out_abs), git_head(entries)]),
     )
-    if cache_dir is not None and stamp == cache.stamp and cache.site == str(out_abs) and out_abs.is_dir():
+    if not plan_only and cache_dir is not None and stamp == cache.stamp and cache.site == str(out_abs) and out_abs.is_dir():
         html = sum(1 for p in cache.pages if p.endswith(".html"))
         return BuildResult(out_abs, html, len(cache.pages), 0, rendered=0, unchanged=True, entries=cache.entries)
 
@@ -339,7 +347,7 @@ def _build(
     # An incremental build updates the site in place. What the site holds is scanned on another
     # core meanwhile: the files this build must delete, and those changed since they were written.
     same_site = cache.site == str(out_abs)  # the page keys describe this output folder
-    update = bool(cache.pages) and same_site and out_abs.is_dir()
+    update = bool(cache.pages) and same_site and out_abs.is_dir() and not plan_only
     scanning = start_parallel(scan_site, str(out_abs), cache.pages, jobs=jobs) if update else None
     cache.load_parsed()
     started = time.time_ns()
@@ -363,6 +371,9 @@ def _build(
 
     renderer = _renderer(config, templates, cache, warm)
     plans = page_plans(pages, config, search, renderer, reuse) if cache.enabled else {}  # a cold build keeps no keys
+    if plan_only and warm is not None:
+        warm.reuse, warm.parsed = reuse, _held(parsed, hashes)
+        return BuildResult(out_abs, 0, 0, catalog.warning_count, unchanged=True, entries=len(catalog.records))
     keys: dict[str, str] = {}
     made_from: dict[str, Made] = {}
     stale = cache.numbers(reader.stale()) if cache.enabled else set()
@@ -409,7 +420,7 @@ def _build(
                            _file_records(source, hashes, cache, started), made_from, reader.known(), held=warm is not None)
             if warm is not None:
                 warm.cache, warm.reuse, warm.pending = cache, reuse, save
-                warm.parsed = {(path, hashes[path]): r for path, r in parsed.items() if r[0] is not None and callable(r[0].entry)}  # from the cache
+                warm.parsed = _held(parsed, hashes)
             else:
                 save()
     finally:

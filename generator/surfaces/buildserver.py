@@ -143,11 +143,16 @@ def _loop(sock: socket.socket, path: Path, cache_dir: Path, idle: float) -> None
                 _send(conn, {"stopped": {"pid": os.getpid(), "builds": served}})
                 return
             served += 1
-            _answer(conn, message.get("build") or {}, cache_dir, warm)
+            request = message.get("build") or {}
+            result = _answer(conn, request, cache_dir, warm)
         try:
             warm.settle()  # the cache save the build left: after the answer, before the next build
-            if warm.cache is not None:
-                warm.cache.load_parsed()  # after a no-op answer: loaded now, not by the next build
+            if result is not None and result.unchanged and warm.reuse is None:
+                # Nothing to do, and no plan held yet (a first build): plan now, write nothing, so
+                # that the build after an edit plans only what the edit changed.
+                _build_request(request, cache_dir, warm, plan_only=True)
+        except FailpediaError:
+            warm.drop()  # the entries have errors now: the next build reports them
         except Exception:
             warm.drop()
             traceback.print_exc()  # to server.log
@@ -160,17 +165,23 @@ def _loop(sock: socket.socket, path: Path, cache_dir: Path, idle: float) -> None
             sock.settimeout(idle)
 
 
-def _answer(conn: socket.socket, request: dict[str, Any], cache_dir: Path, warm: Warm) -> None:
+def _build_request(request: dict[str, Any], cache_dir: Path, warm: Warm, progress: Callable[[str], None] | None = None,
+                   plan_only: bool = False) -> BuildResult:
+    if Path(request["cache_dir"]) != cache_dir:
+        raise SetupError(f"this build server answers for {cache_dir}, not {request['cache_dir']}")
+    return build(
+        Path(request["entries"]), Path(request["out"]), Config(**request["config"]), Path(request["templates"]),
+        search=bool(request["search"]), cache_dir=cache_dir, jobs=request.get("jobs"), progress=progress, warm=warm, plan_only=plan_only,
+    )
+
+
+def _answer(conn: socket.socket, request: dict[str, Any], cache_dir: Path, warm: Warm) -> BuildResult | None:
+    """Run the requested build and send its outcome; returns its result (None: it failed)."""
     def progress(message: str) -> None:
         _send(conn, {"progress": message})
 
     try:
-        if Path(request["cache_dir"]) != cache_dir:
-            raise SetupError(f"this build server answers for {cache_dir}, not {request['cache_dir']}")
-        result = build(
-            Path(request["entries"]), Path(request["out"]), Config(**request["config"]), Path(request["templates"]),
-            search=bool(request["search"]), cache_dir=cache_dir, jobs=request.get("jobs"), progress=progress, warm=warm,
-        )
+        result = _build_request(request, cache_dir, warm, progress)
     except BuildFailed as e:
         _send(conn, {"failed": [dataclasses.astuple(p) for p in e.problems]})
     except FailpediaError as e:
@@ -180,6 +191,8 @@ def _answer(conn: socket.socket, request: dict[str, Any], cache_dir: Path, warm:
         _send(conn, {"error": f"the build server failed ({type(e).__name__}: {e}); see {cache_dir / 'server.log'}", "exit_code": 1})
     else:
         _send(conn, {"result": {**dataclasses.asdict(result), "out": str(result.out)}})
+        return result
+    return None
 
 
 def _send(conn: socket.socket, message: dict[str, Any]) -> None:
