@@ -652,3 +652,27 @@ def test_a_page_cannot_read_around_its_key(tmp_path) -> None:
         Page("x/index.html", "tag.html", make=partial(_cards, catalog))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="needs the reader"):
         ok.made()
+
+
+def test_an_entry_travels_pickled_once_and_is_loaded_only_when_asked(project) -> None:
+    """validate.Body: a parse result pickled (a worker's answer) carries the model with its page's
+    fragments and the cross-entry positions; a Body the build cache hands out reads its pickle
+    only when a page asks for the entry."""
+    import pickle
+
+    from generator.core.validate import Body, parse_entry
+    from generator.site.build import parse_one
+
+    path = next(project["entries"].glob("*/*.yaml"))
+    parsed, problems = parse_entry(path.read_bytes(), str(path))
+    assert parsed is not None and not problems
+    kept, _ = parse_one((str(path), path.read_bytes()), kept=True)
+    assert kept is not None and kept.body.fragments is not None and "mechanism" in kept.body.fragments
+    arrived = pickle.loads(pickle.dumps(kept))
+    assert arrived.body.entry == parsed.body.entry and arrived.body.fragments == kept.body.fragments
+    assert arrived.loaded.where(("tags", 0)) == parsed.loaded.where(("tags", 0))
+    calls = []
+    lazy = Body.pickled(lambda: calls.append(1) or arrived.body.blob())
+    assert lazy.elsewhere and not calls  # nothing read until a page asks
+    assert lazy.entry == parsed.body.entry and calls == [1]
+    assert not Body(parsed.body.entry).elsewhere and Body(parsed.body.entry).fragments is None

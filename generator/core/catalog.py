@@ -8,25 +8,24 @@ here before the first page renders; search, diagnosis and the dev server query t
 from __future__ import annotations
 
 import hashlib
-import pickle
 import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
-from typing import Any, Protocol, TypeVar, cast
+from functools import cached_property
+from typing import Any, TypeVar, cast
 
-from .load import LoadError, PathKey, Position, load_yaml, shown
+from .load import LoadError, PathKey, Position, Positions, load_yaml, shown
 from .parallel import run_parallel
 from .problems import BuildFailed, Problem
 from .prose import without_code
 from .read import Source, read_entry
 from .searchterms import member_terms
 from .schema import SLUG_RE, Category, Entry, Tag, Verification
-from .validate import Head, Parsed, parse_categories, parse_entry, parse_synonyms, parse_tags, parse_verified, prose_fields, suggest
+from .validate import Body, Head, Parsed, parse_categories, parse_entry, parse_synonyms, parse_tags, parse_verified, prose_fields, suggest
 
-__all__ = ["Catalog", "Record", "Stored", "build_catalog", "normalize_tag"]
+__all__ = ["Catalog", "Record", "build_catalog", "normalize_tag"]
 
 T = TypeVar("T")
 SIMILAR_COUNT = 5
@@ -37,49 +36,23 @@ RESERVED_SLUGS = frozenset({"tags", "categories", "static", "api", "schema", "se
 @dataclass(frozen=True)
 class Record:
     """One valid entry in its place: slug and category come from the file path. `head` is what
-    other pages need; `entry`, the full model, is unpickled on first use when the build cache
-    (or a parse worker) supplied it pickled."""
+    other pages need; `body` holds the full model, loaded on first use where it came pickled."""
 
     slug: str
     category: str
     path: str
     head: Head
     tags: tuple[str, ...]  # canonical registry names, in the entry's order
-    source: Entry | bytes | Callable[[], bytes] = field(repr=False, compare=False)
+    body: Body = field(repr=False, compare=False)
 
     @property
     def entry(self) -> Entry:
-        stored = self._stored()
-        return stored.entry if isinstance(stored, Stored) else stored
+        return self.body.entry
 
     @property
     def fragments(self) -> dict[str, Any] | None:
         """The entry page's markdown and code as HTML, when the build kept them (pages.entry_fragments)."""
-        stored = self._stored()
-        return stored.fragments if isinstance(stored, Stored) else None
-
-    def _stored(self) -> Entry | Stored:
-        if isinstance(self.source, Entry):
-            return self.source
-        return _unpickle(self.source if isinstance(self.source, bytes) else self.source())
-
-
-@dataclass(frozen=True)
-class Stored:
-    """What a build with a cache pickles of an entry: the model, and its page's HTML fragments."""
-
-    entry: Entry
-    fragments: dict[str, Any]
-
-
-@lru_cache(maxsize=8)
-def _unpickle(blob: bytes) -> Entry | Stored:
-    """Our own pickle of an entry (from a parse worker, or the signed build cache). The few most
-    recent are kept: a page asks several times, but a worker rendering thousands must not keep
-    them all."""
-    value = pickle.loads(blob)
-    assert isinstance(value, (Entry, Stored))
-    return value
+        return self.body.fragments
 
 
 @dataclass(frozen=True)
@@ -102,8 +75,8 @@ class Catalog:
     @cached_property
     def warnings(self) -> tuple[Problem, ...]:
         """Every warning, sorted; positioned on first use. A build reports only the count, and
-        finding the line of a link decodes its entry's packed positions: 0.25 s at 10,000
-        entries when most of them warn."""
+        finding the line of a link decodes its entry's packed positions, which is slow when
+        thousands of entries warn."""
         return self.make_warnings()
 
     def derived(self, name: str, compute: Callable[[Catalog], T], key: str | None = None) -> T:
@@ -255,8 +228,8 @@ def _similar(records: dict[str, Record], by_tag: dict[str, tuple[str, ...]]) -> 
 class Memo:
     """Results derived from the whole catalog, kept from one build to the next (the build cache
     stores `store`). Each is stored with the key of its inputs, by default the catalog's shape,
-    and only the latest is kept: at 10,000 entries, similar entries, tag pairs and the
-    fingerprint list cost 1.6 s to recompute."""
+    and only the latest is kept: similar entries, tag pairs and the fingerprint list are
+    costly to recompute on a large site."""
 
     def __init__(self, store: MutableMapping[str, Any], shape: str) -> None:
         self.store, self.shape = store, shape
@@ -290,12 +263,6 @@ def _shape(records: dict[str, Record], categories: dict[str, Category]) -> str:
 
 
 ParseResult = tuple[Parsed | None, list[Problem]]
-
-
-class _Where(Protocol):
-    """What a warning asks of a file's positions (Loaded, PackedPositions, _At)."""
-
-    def where(self, path: PathKey, *, key: bool = ...) -> Position: ...
 
 
 @dataclass(frozen=True)
@@ -355,7 +322,7 @@ def build_catalog(
     spellings: dict[str, str] = {}
     for slug in sorted(parsed):
         path, category, p = parsed[slug]
-        records[slug] = Record(slug, category, path, p.head, _entry_tags(p, path, aliases, problems, spellings), p.entry)
+        records[slug] = Record(slug, category, path, p.head, _entry_tags(p, path, aliases, problems, spellings), p.body)
 
     known = set(seen_paths)
     for slug, rec in records.items():
@@ -406,9 +373,9 @@ def build_catalog(
 
     memo = Memo(store, _shape(records, categories)) if store is not None else None
     # (path, positions and the path within the file, or None for the whole file, message, and the
-    # values its {} take: a message is worded only when the warnings are listed; 30,000 related
-    # links are unreturned in a 10,000-entry generated corpus)
-    pending: list[tuple[str, _Where | None, PathKey | None, str, tuple[str, ...]]] = []
+    # values its {} take: a message is worded only when the warnings are listed, and a generated
+    # corpus has tens of thousands of unreturned related links)
+    pending: list[tuple[str, Positions | None, PathKey | None, str, tuple[str, ...]]] = []
     for slug, rec in records.items():
         for i, target in enumerate(rec.head.related):
             if slug not in records[target].head.related:
@@ -428,7 +395,7 @@ def build_catalog(
             if len(slugs) == 1:
                 pending.append((source.tags[0], None, None, f"tag '{t}' is used by a single entry ({slugs[0]})", ()))
 
-    def warning(path: str, loaded: _Where | None, at: PathKey | None, message: str, values: tuple[str, ...]) -> Problem:
+    def warning(path: str, loaded: Positions | None, at: PathKey | None, message: str, values: tuple[str, ...]) -> Problem:
         line, col = loaded.where(at) if loaded is not None and at is not None else (0, 0)
         return Problem(path, line, col, message.format(*values) if values else message, "warning")
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import marshal
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "Loaded", "PackedPositions", "Position", "load_yaml", "shown"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "Loaded", "PackedPositions", "Position", "Positions", "load_yaml", "shown"]
 
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 12
@@ -61,10 +61,16 @@ class Loaded:
         return self.positions.get((), (1, 1))
 
 
+class Positions(Protocol):
+    """Where a file's values are (Loaded, PackedPositions, or one known place)."""
+
+    def where(self, path: PathKey, *, key: bool = ...) -> Position: ...
+
+
 class PackedPositions:
     """Some of a Loaded's positions, kept as marshal bytes and decoded on the first `where`. The
     build cache holds them for every entry and loads them on every rebuild, but a build looks
-    them up only to report a problem: as dicts they took 0.17 s to unpickle at 10,000 entries."""
+    them up only to report a problem, and as dicts they are slow to unpickle."""
 
     __slots__ = ("packed", "_loaded")
 

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, TypeVar, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from .entrytext import text_fields
-from .load import LoadError, Loaded, PackedPositions, PathKey, load_yaml, shown
+from .load import LoadError, Loaded, PackedPositions, PathKey, Positions, load_yaml, shown
 from .metrics import PATTERNS, read, spellings
 from .patterns import MAX_LINE, check_pattern, compile_pattern, plain_number, required_literals
 from .problems import Problem
@@ -26,7 +26,7 @@ from .prose import MENTION_RE, XREF_RE, without_code
 from .schema import SLUG_RE, STRENGTH_SCORE, Category, Entry, Fingerprint, Language, SynonymGroup, Tag, Verification
 
 __all__ = [
-    "FingerprintHead", "Head", "Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "parse_verified", "reproduce_key",
+    "Body", "FingerprintHead", "Head", "Parsed", "loc_text", "parse_categories", "parse_entry", "parse_tags", "parse_verified", "reproduce_key",
     "suggest",
 ]
 
@@ -35,7 +35,7 @@ M = TypeVar("M", bound=BaseModel)
 
 class FingerprintHead(NamedTuple):
     """A fingerprint as the matcher files and the search need it: plain data (a pydantic model
-    and an Enum cost 10× as much to unpickle and read, for every entry on every build)."""
+    and an Enum cost many times as much to unpickle and read, for every entry on every build)."""
 
     pattern: str
     near: str | None
@@ -46,8 +46,8 @@ class FingerprintHead(NamedTuple):
     share_above: float | None
     times: int
     # The literal covers (patterns.required_literals) of pattern and near, found while checking
-    # them: 0.13 ms per pattern, which the parent would otherwise spend again, one pattern after
-    # another, for the matcher file and the search shards (5 s at 10,000 entries).
+    # them in the parse workers, which the parent would otherwise find again, one pattern after
+    # another, for the matcher file and the search shards.
     literals: tuple[str, ...]
     near_literals: tuple[str, ...]
     # A metric fingerprint (metrics.py): the quantity read, and its check. Its `pattern` is the
@@ -143,28 +143,83 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class Body:
+    """An entry's full model, with its page's HTML fragments where a build made them
+    (site.pages.entry_fragments): held here, or pickled and loaded on first use.
+
+    The one shape an entry travels in between the stages. A parse worker sends it back pickled
+    (pickling a Body pickles the model once), the build cache stores that pickle and hands it
+    back through a callable that reads it, and a rebuild unpickles only the entries whose pages
+    it renders. The few most recently unpickled are kept (`_unpickle`): a page asks several
+    times, but a worker rendering thousands of pages must not keep them all."""
+
+    __slots__ = ("_held", "_pickle")
+
+    def __init__(self, entry: Entry, fragments: dict[str, Any] | None = None) -> None:
+        self._held: tuple[Entry, dict[str, Any] | None] | None = (entry, fragments)
+        self._pickle: bytes | Callable[[], bytes] | None = None
+
+    @classmethod
+    def pickled(cls, data: bytes | Callable[[], bytes]) -> "Body":
+        """A Body from `blob()`'s bytes, or from a callable that reads them when first needed."""
+        body = cls.__new__(cls)
+        body._held, body._pickle = None, data
+        return body
+
+    @property
+    def entry(self) -> Entry:
+        return self._value()[0]
+
+    @property
+    def fragments(self) -> dict[str, Any] | None:
+        """The entry page's markdown and code as HTML, when the build made them with the model."""
+        return self._value()[1]
+
+    @property
+    def elsewhere(self) -> bool:
+        """Whether its pickle is read from somewhere else (the build cache) on first use."""
+        return callable(self._pickle)
+
+    def blob(self) -> bytes:
+        """The model and fragments, pickled (what the build cache stores)."""
+        if self._held is not None:
+            return pickle.dumps(self._held, protocol=pickle.HIGHEST_PROTOCOL)
+        assert self._pickle is not None
+        return self._pickle if isinstance(self._pickle, bytes) else self._pickle()
+
+    def _value(self) -> tuple[Entry, dict[str, Any] | None]:
+        return self._held if self._held is not None else _unpickle(self.blob())
+
+    def __reduce__(self) -> tuple[Callable[[bytes], Body], tuple[bytes]]:
+        return Body.pickled, (self.blob(),)
+
+
+@lru_cache(maxsize=8)
+def _unpickle(blob: bytes) -> tuple[Entry, dict[str, Any] | None]:
+    value = pickle.loads(blob)
+    assert isinstance(value, tuple) and isinstance(value[0], Entry)
+    return value
+
+
 @dataclass(frozen=True)
 class Parsed:
-    """A valid entry with the source positions kept for cross-entry messages. `entry` is the
-    model, or (in the build cache and from parse workers) its pickle, loaded when first used:
-    of the model alone, or of a catalog.Stored (the model and its page's HTML fragments)."""
+    """A valid entry: its body, the positions later checks report problems at, and its head."""
 
-    entry: Entry | bytes | Callable[[], bytes]  # the model, its pickle, or where to read it
-    loaded: Loaded | PackedPositions  # PackedPositions once slim: only `where` is asked of it
+    body: Body
+    loaded: Positions  # all of them from parse_entry; the cross-entry ones once slim
     head: Head
 
     def slim(self) -> "Parsed":
-        """The pickled entry and only the positions cross-entry checks use (tags, related,
-        often_causes): what the build cache keeps and parse workers send back."""
+        """Only the positions cross-entry checks use (tags, related, often_causes): what the build
+        cache keeps and parse workers send back."""
         keep = ("tags", "related", "often_causes")
-        entry = self.entry if isinstance(self.entry, bytes) else pickle.dumps(self.entry, protocol=pickle.HIGHEST_PROTOCOL)
         loaded = self.loaded
         if isinstance(loaded, Loaded):
             loaded = PackedPositions.of(
                 {k: v for k, v in loaded.positions.items() if not k or k[0] in keep},
                 {k: v for k, v in loaded.key_positions.items() if k and k[0] in keep},
             )
-        return Parsed(entry, loaded, self.head)
+        return Parsed(self.body, loaded, self.head)
 
 
 def suggest(word: str, choices: list[str] | set[str]) -> str:
@@ -416,7 +471,7 @@ def parse_entry(raw: bytes, path: str) -> tuple[Parsed | None, list[Problem]]:
     if entry is None:
         return None, problems
     problems = _check_fingerprints(entry, loaded, path) + _check_code(entry, loaded, path)
-    return (None if problems else Parsed(entry, loaded, Head.of(entry))), problems
+    return (None if problems else Parsed(Body(entry), loaded, Head.of(entry))), problems
 
 
 @lru_cache(maxsize=8)  # the dev server plans the site again on every edit; the registries rarely change

@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import pickle
 import time
 from collections.abc import Callable, Iterator, Set as AbstractSet
 from contextlib import contextmanager
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
     from ..core.read import FileSig, Source
     from .render import Renderer
 
-# The stages (pydantic, jinja2, markdown-it, Pygments: ~0.4 s of imports) load only once a
+# The stages (pydantic, jinja2, markdown-it, Pygments: slow imports) load only once a
 # build has work to do, so a no-op rebuild answers before importing them.
 
 __all__ = ["BuildResult", "Warm", "build", "keyed", "load_catalog", "page_key", "page_plans", "parse_one", "rare_collections", "render_pages"]
@@ -93,6 +92,7 @@ def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: 
     parsed (in parallel when there are many). `held`: the last build's results of the files
     it did not read (by path and digest), taken over as they are."""
     from ..core.read import read_entry
+    from ..core.validate import Body, Parsed
 
     results: dict[str, ParseResult] = {}
     misses = []
@@ -103,22 +103,22 @@ def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: 
             continue
         hit = cache.get(key)
         if hit is not None:
-            head, blob = hit
+            (positions, head), blob = hit
             again = raw if raw is not None else partial(read_entry, source, category, slug)
-            results[path] = (replace(head, entry=partial(_blob, blob, again, path, key)), [])  # read when a page needs it
+            results[path] = (Parsed(Body.pickled(partial(_blob, blob, again, path, key)), positions, head), [])  # read when a page needs it
         else:
             misses.append((path, raw if raw is not None else read_entry(source, category, slug), key))
     parsed = run_parallel(partial(parse_one, kept=cache.enabled), [(p, raw) for p, raw, _ in misses], jobs=jobs, min_items=64)
     for (path, _raw, key), result in zip(misses, parsed):
         results[path] = result
         done = result[0]
-        if done is not None and cache.enabled and isinstance(done.entry, bytes):
-            cache.put(key, replace(done, entry=b""), done.entry)  # the head; get() puts the blob back
+        if done is not None and cache.enabled:
+            cache.put(key, (done.loaded, done.head), done.body.blob())  # get() hands the blob back through a callable
     return results
 
 
 def _blob(cached: Callable[[], bytes], raw: bytes | Callable[[], bytes], path: str, key: str) -> bytes:
-    """An entry's pickled model from the cache, or (the cache file lost or altered since the
+    """An entry's pickled body from the cache, or (the cache file lost or altered since the
     build started) from parsing the file again: its bytes, or (a file the build did not read,
     since it had not changed) the file read now."""
     try:
@@ -129,9 +129,9 @@ def _blob(cached: Callable[[], bytes], raw: bytes | Callable[[], bytes], path: s
             if digest(raw) != key:
                 raise FailpediaError(f"{path} changed during the build; build again") from None
         parsed, _ = parse_one((path, raw), kept=True)
-        if parsed is None or not isinstance(parsed.entry, bytes):  # its bytes passed before: cannot happen
+        if parsed is None:  # its bytes passed before: cannot happen
             raise FailpediaError(f"{path}: the build cache disagrees with the file; build again with --no-cache") from None
-        return parsed.entry
+        return parsed.body.blob()
 
 
 SETTLED_NS = 2_000_000_000  # a file changed this shortly before the build read it may change again unseen
@@ -155,21 +155,17 @@ def parse_one(item: tuple[str, bytes], kept: bool) -> ParseResult:
     For the build cache (`kept`), the entry travels with its page's HTML fragments, which the
     cache keeps: a later build that re-renders the page for another reason (a template edit)
     needs no markdown. A cold build renders them with the page instead (less to hold)."""
-    from ..core.validate import parse_entry
+    from ..core.validate import Body, parse_entry
 
     path, raw = item
     parsed, problems = parse_entry(raw, path)
     if parsed is None:
         return None, problems
     if kept:
-        from ..core.catalog import Stored
         from .pages import entry_fragments
 
-        from ..core.schema import Entry
-
-        assert isinstance(parsed.entry, Entry)  # parse_entry returns the model itself
-        stored = Stored(parsed.entry, entry_fragments(parsed.entry))
-        parsed = replace(parsed, entry=pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL))
+        entry = parsed.body.entry
+        parsed = replace(parsed, body=Body(entry, entry_fragments(entry)))
     return parsed.slim(), problems
 
 
@@ -216,7 +212,7 @@ def keyed(page: Page, plan: str, reader: Reader, reads: tuple[Read, ...]) -> tup
 
 def _held(parsed: dict[str, ParseResult], hashes: dict[str, str]) -> dict[tuple[str, str], ParseResult]:
     """The parse results a build server keeps for the next build: those made from the cache."""
-    return {(path, hashes[path]): r for path, r in parsed.items() if r[0] is not None and callable(r[0].entry)}
+    return {(path, hashes[path]): r for path, r in parsed.items() if r[0] is not None and r[0].body.elsewhere}
 
 
 def _renderer(config: Config, templates: Path, cache: BuildCache, warm: Warm | None) -> Renderer:
@@ -279,7 +275,7 @@ _READER: Reader
 def rare_collections() -> Iterator[None]:
     """A build allocates millions of long-lived objects (heads, models, pages) and makes few
     reference cycles. At CPython's default (a collection every 700 allocations) the collector
-    scans them over and over: 0.7 of the 0.9 s that unpickling 10,000 cached entries takes.
+    scans them over and over (most of the time that unpickling the cached entries takes).
     Collect every 100,000 allocations instead, and restore the caller's setting after."""
     old = gc.get_threshold()
     gc.set_threshold(100_000, old[1], old[2])

@@ -616,7 +616,7 @@ def _snippets(rec: Any, raw: bytes) -> list[tuple[str, int, int, str]]:
     from ..core.validate import parse_entry
 
     parsed, _ = parse_entry(raw, rec.path)
-    if parsed is None or not hasattr(parsed.loaded, "positions"):
+    if parsed is None:
         return []
     e = rec.entry
     lines = raw.decode("utf-8", "replace").split("\n")
