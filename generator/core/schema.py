@@ -67,7 +67,7 @@ def _odd_char(char: str) -> bool:
 
 
 def _suspect(value: str) -> bool:
-    """A fast pre-check (the two big character classes cost ~50 µs per field in `re`): ASCII text
+    """A fast pre-check (the two big character classes are slow in `re`): ASCII text
     needs one small class; otherwise each distinct non-ASCII character is looked up once."""
     if "TODO" in value or "FIXME" in value or "<fill in" in value:
         return True

@@ -11,8 +11,8 @@ Seven kinds of file are kept under the cache folder (`.cache/` by default, `--ca
   generator code: a shard written by other code is dropped, since its schema may differ). A
   `parsed` shard holds each entry's `Head` (what other pages need) and is loaded by every
   rebuild; its `blobs` shard holds the pickled models, each with its entry page's HTML
-  fragments (markdown and highlighted code; catalog.Stored): 281 of the 305 MB at 10,000
-  entries, read only when a page of one of its entries renders. A rebuild rewrites only the
+  fragments (markdown and highlighted code; validate.Body), most of the cache by size, read
+  only when a page of one of its entries renders. A rebuild rewrites only the
   shards whose entries changed.
 - `memo-*.pickle`: results derived from the whole corpus that a build would otherwise recompute
   (similar entries, tag pairs, the fingerprint list of api/fingerprints.json, the per-entry items
@@ -78,8 +78,8 @@ def _files(root: Path) -> Iterable[Path]:
 
 
 def _file_names(root: str) -> Iterable[str]:
-    """Every file under `root` (or `root` itself), in a stable order, as plain strings: at
-    10,000 entries, making Path objects took longer than the stat calls."""
+    """Every file under `root` (or `root` itself), in a stable order, as plain strings (making
+    a Path object per file costs more than its stat call)."""
     if os.path.isfile(root):
         yield root
         return
@@ -188,9 +188,8 @@ def _unpickle(payload: bytes | None) -> Any:
 
 class MemoFiles(MutableMapping[str, Any]):
     """catalog.Memo's store: one signed file per name (`memo-<name>.pickle`), read when a build
-    first asks for that name and written only when it was set. At 10,000 entries the memo files
-    hold 32 MB; a summary edit rewrites the two item maps (9 MB each), not the 12 MB fingerprint
-    list."""
+    first asks for that name and written only when it was set: a summary edit rewrites the two
+    item maps, not the fingerprint list."""
 
     def __init__(self, folder: Path, key: bytes) -> None:
         self.folder, self.key = folder, key

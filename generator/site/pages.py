@@ -103,7 +103,7 @@ def _cards(slugs: tuple[str, ...], view: View) -> dict[str, Any]:
 def entry_fragments(e: Entry) -> dict[str, Any]:
     """The costly part of an entry page's context, its markdown and highlighted code: a function
     of the entry alone. A build with a cache makes it when it parses the entry and keeps it with
-    the model (catalog.Stored), so that a template edit re-renders the entry pages without
+    the model (validate.Body), so that a template edit re-renders the entry pages without
     running markdown or Pygments again."""
     return {
         "mechanism": md.block(e.mechanism),
@@ -252,7 +252,7 @@ def _entries_index(view: View) -> bytes:
 
 def _index_items(view: View) -> list[bytes]:
     """Each entry's item of api/entries.json as JSON, made from its card and kept from the
-    previous build while the card is unchanged: assembling 10,000 items is a join, not 8 MB of
+    previous build while the card is unchanged: assembling them is a join, not the whole file's
     JSON made again."""
     cards = {slug: view.card(slug) for slug in view.slugs()}
 
@@ -276,7 +276,7 @@ def fingerprints_file(catalog: Catalog) -> bytes:
 
 
 def _fingerprints_body(view: View) -> bytes:
-    """api/fingerprints.json. The fingerprint list (12 MB of JSON at 10,000 entries) is serialized
+    """api/fingerprints.json. The fingerprint list (the largest file of a large site) is serialized
     again only when some entry's fingerprints changed, and the entries map only for the entries
     whose matcher fields changed; the parts are joined as bytes (as text, one non-ASCII summary
     widened the whole file)."""

@@ -7,8 +7,7 @@ But a rule can only match where the text starts with one of its possible first c
 each rule's parsed regex (by `re`'s own parser) when the lexer first enters the state, and the
 lexer then tries, in the same order, only the rules that can start with the character at hand:
 2 to 6 of Python's 56. The first rule that matches is the same rule, so the tokens are the same;
-lexing our code examples takes a fifth of the time or less (Python 0.74 → 0.11 ms per block, bash
-0.10 → 0.03 ms, measured in one run).
+lexing our code examples takes a fraction of the time (bench/README.md).
 
 A rule whose regex could match without consuming a character (an optional prefix, a lookahead
 alone, an empty default) or could start with anything (`.`, `[^x]`), or one whose regex the

@@ -10,7 +10,7 @@ whose bytes changed, plans again only the pages whose inputs changed, renders on
 whose key changed, and moves in only the files whose bytes changed, once all of them are
 rendered. The search index (pages.search_pages) and the site-wide files (Page.site_wide) are
 remade apart by `update_index`, which the dev server runs in the background (`Debounced`): an
-edit's pages are served without waiting for the 20 MB of JSON those make at 10,000 entries.
+edit's pages are served without waiting for the large JSON files those make.
 After every kind of change and the index's update the site equals what a cold build of the same
 inputs writes, byte for byte (tests/test_resident.py).
 
@@ -104,7 +104,7 @@ class ResidentSite:
         source = read_source(self.entries, known=known)
         hashes = {path: digest(raw) if raw is not None else self._parsed[path][0] for path, _c, _s, raw in source.entries}
         todo = [(path, raw) for path, _c, _s, raw in source.entries if raw is not None and self._parsed.get(path, ("",))[0] != hashes[path]]
-        # kept: each result holds its entry page's markdown and code as HTML (catalog.Stored), so a
+        # kept: each result holds its entry page's markdown and code as HTML (validate.Body), so a
         # page re-rendered for another entry's edit (a linked title) runs no markdown or Pygments.
         fresh = dict(zip([path for path, _ in todo], run_parallel(partial(parse_one, kept=True), todo, jobs=self.jobs, min_items=64)))
         results = {path: fresh[path] if path in fresh else self._parsed[path][1] for path in hashes}

@@ -4,8 +4,8 @@ Two ways, one outcome. A fresh build writes everything into a sibling temporary 
 complete build replaces the old site (rename the old one aside, rename the new one in, delete the
 old). An update (`update=True`: an incremental build of a site this tool wrote) stages only the
 files that changed, keeps the rest where they are, and once everything is staged moves the new
-files in (one rename each) and deletes the files the site no longer has: at 10,000 entries that
-is a few dozen renames instead of 14,000 folders and 24,000 files. Either way a failed build
+files in (one rename each) and deletes the files the site no longer has: after an edit that
+is a few dozen renames instead of every folder and file of the site. Either way a failed build
 leaves the previous site untouched. The sink refuses two writes to one path and any path that
 would escape the folder.
 """
@@ -145,8 +145,8 @@ class SiteWriter:
         return os.path.join(self.tmp, rel)
 
     def _claim(self, rel: str) -> None:
-        """Check a path (a build claims every file of the site, 24,000 at 10,000 entries, so the
-        usual case costs one regex match and two set lookups) and record it."""
+        """Check a path (a build claims every file of the site, so the usual case costs one
+        regex match and two set lookups) and record it."""
         if not _PATH_RE.fullmatch(rel):
             _refuse(rel)
         if rel in self.written:
