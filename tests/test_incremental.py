@@ -307,13 +307,13 @@ def test_a_template_that_names_another_by_a_variable_depends_on_every_template(p
 
 
 def test_entries_cached_by_other_generator_code_are_parsed_again(project, monkeypatch) -> None:
-    import generator.site.build
     import generator.site.cache
+    import generator.site.incremental
 
     incremental(project)
     parsed: list[str] = []
-    real = generator.site.build.parse_one
-    monkeypatch.setattr(generator.site.build, "parse_one", lambda item, kept: parsed.append(item[0]) or real(item, kept))
+    real = generator.site.incremental.parse_one
+    monkeypatch.setattr(generator.site.incremental, "parse_one", lambda item, kept: parsed.append(item[0]) or real(item, kept))
     CHANGES["entry text"](project)
     incremental(project)
     assert len(parsed) == 1  # same code: only the edited entry
@@ -406,7 +406,7 @@ def _entry_reads(monkeypatch) -> list[str]:
 def test_an_entry_file_whose_signature_is_unchanged_is_not_read_again(project, monkeypatch) -> None:
     """Like git's index: size, mtime, ctime and inode unchanged → the cached digest stands. An
     edit that keeps the size and puts the mtime back (cp -p, rsync -t) still changes the ctime."""
-    import generator.site.build as b
+    import generator.site.incremental as b
 
     monkeypatch.setattr(b, "SETTLED_NS", 0)  # the files were written just now
     reads = _entry_reads(monkeypatch)
@@ -661,7 +661,7 @@ def test_an_entry_travels_pickled_once_and_is_loaded_only_when_asked(project) ->
     import pickle
 
     from generator.core.validate import Body, parse_entry
-    from generator.site.build import parse_one
+    from generator.site.incremental import parse_one
 
     path = next(project["entries"].glob("*/*.yaml"))
     parsed, problems = parse_entry(path.read_bytes(), str(path))

@@ -1,8 +1,8 @@
 """The pipeline: read → catalog (load + validate + cross-entry) → pages → render → write.
 
-`build()` reads like the house: each stage is a function in its own module, data flows one way.
-The build cache (cache.py) and the worker pool (parallel.py) only decide what can be skipped or
-spread over the cores; the output is the same byte for byte.
+`build()` calls each stage, a function in its own module, in that order. What a rebuild may skip
+is decided in incremental.py (with the build cache, cache.py, as its store on disk), and the
+worker pool (core/parallel.py) spreads the work over the cores; neither changes a byte of output.
 """
 
 from __future__ import annotations
@@ -11,32 +11,31 @@ import gc
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Set as AbstractSet
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cache import BuildCache, code_version, digest, input_stamp
+from .cache import BuildCache, digest, input_stamp
 from ..core.config import TEMPLATES, Config, require_templates
 from .gitdates import git_dates, git_head
+from .incremental import Warm, file_key, file_records, keyed, page_plans, parse_all, renderer_for, unchanged_pages
 from ..core.parallel import run_parallel, start_parallel
-from ..core.problems import BuildFailed, FailpediaError
-from .write import SiteWriter, identity, scan_site, write_file
+from ..core.problems import BuildFailed
+from .write import SiteWriter, scan_site, write_file
 
 if TYPE_CHECKING:
-    from ..core.catalog import Catalog, ParseResult
+    from ..core.catalog import Catalog
     from .pages import Page
     from .reads import Made, Read, Reader
-    from .reuse import Reuse
-    from ..core.read import FileSig, Source
     from .render import Renderer
 
 # The stages (pydantic, jinja2, markdown-it, Pygments: slow imports) load only once a
 # build has work to do, so a no-op rebuild answers before importing them.
 
-__all__ = ["BuildResult", "Warm", "build", "keyed", "load_catalog", "page_key", "page_plans", "parse_one", "rare_collections", "render_pages"]
+__all__ = ["BuildResult", "Warm", "build", "load_catalog", "rare_collections", "render_pages"]
 
 DEFAULT_CACHE = Path(".cache") / "build"  # what the CLI uses unless --no-cache or --cache-dir
 
@@ -53,188 +52,12 @@ class BuildResult:
     entries: int = 0  # entry pages (what a search index must hold)
 
 
-@dataclass
-class Warm:
-    """What a process that runs one build after another (the build server, surfaces/buildserver.py)
-    keeps from each to the next, in memory: the build cache as last saved (not loaded again while
-    no other build has saved to its folder), the plan (reuse.Reuse: its pages and digests are
-    taken over where their inputs are equal) and the renderer (while the templates and settings
-    stay). A build given a `Warm` leaves its cache save in `pending`, for the caller to run once
-    it has answered (`settle`); the next build settles it first."""
-
-    cache: BuildCache | None = None
-    parsed: dict[tuple[str, str], ParseResult] | None = None  # (entry file, digest) → its parse result, from the cache
-    reuse: Reuse | None = None
-    renderer: tuple[str, Renderer] | None = None  # (the templates' stamp and the settings, the renderer)
-    pending: Callable[[], None] | None = None
-
-    def settle(self) -> None:
-        pending, self.pending = self.pending, None
-        if pending is not None:
-            pending()
-
-    def drop(self) -> None:
-        """Forget everything (a build failed part way: what it held may be half made)."""
-        self.cache = self.parsed = self.reuse = self.renderer = self.pending = None
-
-
 def load_catalog(entries: Path) -> Catalog:
     """Read and validate every entry; raises BuildFailed with every problem."""
     from ..core.catalog import build_catalog
     from ..core.read import read_source
 
     return build_catalog(read_source(entries))
-
-
-def _parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: int | None,
-               held: dict[tuple[str, str], ParseResult] | None = None) -> dict[str, ParseResult]:
-    """Every entry file's parse result: from the cache when its bytes (hash) are known, else
-    parsed (in parallel when there are many). `held`: the last build's results of the files
-    it did not read (by path and digest), taken over as they are."""
-    from ..core.read import read_entry
-    from ..core.validate import Body, Parsed
-
-    results: dict[str, ParseResult] = {}
-    misses = []
-    for path, category, slug, raw in source.entries:
-        key = hashes[path]
-        if raw is None and held is not None and (path, key) in held:
-            results[path] = held[path, key]
-            continue
-        hit = cache.get(key)
-        if hit is not None:
-            (positions, head), blob = hit
-            again = raw if raw is not None else partial(read_entry, source, category, slug)
-            results[path] = (Parsed(Body.pickled(partial(_blob, blob, again, path, key)), positions, head), [])  # read when a page needs it
-        else:
-            misses.append((path, raw if raw is not None else read_entry(source, category, slug), key))
-    parsed = run_parallel(partial(parse_one, kept=cache.enabled), [(p, raw) for p, raw, _ in misses], jobs=jobs, min_items=64)
-    for (path, _raw, key), result in zip(misses, parsed):
-        results[path] = result
-        done = result[0]
-        if done is not None and cache.enabled:
-            cache.put(key, (done.loaded, done.head), done.body.blob())  # get() hands the blob back through a callable
-    return results
-
-
-def _blob(cached: Callable[[], bytes], raw: bytes | Callable[[], bytes], path: str, key: str) -> bytes:
-    """An entry's pickled body from the cache, or (the cache file lost or altered since the
-    build started) from parsing the file again: its bytes, or (a file the build did not read,
-    since it had not changed) the file read now."""
-    try:
-        return cached()
-    except FailpediaError:
-        if callable(raw):
-            raw = raw()
-            if digest(raw) != key:
-                raise FailpediaError(f"{path} changed during the build; build again") from None
-        parsed, _ = parse_one((path, raw), kept=True)
-        if parsed is None:  # its bytes passed before: cannot happen
-            raise FailpediaError(f"{path}: the build cache disagrees with the file; build again with --no-cache") from None
-        return parsed.body.blob()
-
-
-SETTLED_NS = 2_000_000_000  # a file changed this shortly before the build read it may change again unseen
-
-
-def _file_records(source: Source, hashes: dict[str, str], cache: BuildCache, started: int) -> dict[str, tuple[FileSig, str]]:
-    """What the next build may skip reading: each entry file's signature and digest. A file read
-    within SETTLED_NS of its last change is left out (read again next time): a second write in
-    the same tick of the file system's clock, of the same size, would keep its signature."""
-    records = {}
-    for path, _category, _slug, raw in source.entries:
-        if raw is None:
-            records[path] = cache.files[path]
-        elif (sig := source.signatures.get(path)) is not None and max(sig[1], sig[2]) < started - SETTLED_NS:
-            records[path] = (sig, hashes[path])
-    return records
-
-
-def parse_one(item: tuple[str, bytes], kept: bool) -> ParseResult:
-    """Parse in a worker; only the positions later stages use travel back (a tenth of the pickle).
-    For the build cache (`kept`), the entry travels with its page's HTML fragments, which the
-    cache keeps: a later build that re-renders the page for another reason (a template edit)
-    needs no markdown. A cold build renders them with the page instead (less to hold)."""
-    from ..core.validate import Body, parse_entry
-
-    path, raw = item
-    parsed, problems = parse_entry(raw, path)
-    if parsed is None:
-        return None, problems
-    if kept:
-        from .pages import entry_fragments
-
-        entry = parsed.body.entry
-        parsed = replace(parsed, body=Body(entry, entry_fragments(entry)))
-    return parsed.slim(), problems
-
-
-def page_plans(pages: list[Page], config: Config, search: bool, templates: Renderer, reuse: Reuse | None = None) -> dict[str, str]:
-    """The digest of each rendered page's plan (reads.plan_digest): the site-wide salt (the
-    generator's code and the settings), its path, templates and planned context, and the
-    function and arguments of its `make` or `body`. With `reuse` (the plan's), the digest of a
-    page taken over from the last plan, under the same salt and templates, is taken over too."""
-    from .reads import plan_digest
-    from .reuse import Reuse
-
-    reuse = reuse or Reuse()
-    salt = digest(code_version(), repr(config), str(search))
-    return {
-        p.path: reuse(f"plan:{p.path}", plan_digest, salt, p.path, templates.template_key(p.template) if p.template else "", p.context, p.make or p.body)
-        for p in pages if p.template is not None or callable(p.body)
-    }
-
-
-def page_key(page: Page, plan: str, reader: Reader, before: Made | None, key_before: str | None = None,
-             stale: AbstractSet[str | int] = frozenset()) -> str | None:
-    """A rendered page's key: its plan and the current values (by the plan's `reader`) of the
-    look-ups it made when it last rendered (`before`; None: unknown, so no key, and the page
-    renders). The key it had (`key_before`) stands when its plan is the same and none of its
-    look-ups' subjects is `stale`."""
-    if not page.reads_catalog:
-        return plan  # it reads nothing
-    if before is None:
-        return None
-    if key_before is not None and before.plan == plan and stale.isdisjoint(before.subjects):
-        return key_before
-    return reader.key(plan, before.reads)
-
-
-def keyed(page: Page, plan: str, reader: Reader, reads: tuple[Read, ...]) -> tuple[str, Made]:
-    """A page just rendered: its key, made from what it looked up, and that record for the next build."""
-    from .reads import Made
-
-    made = Made.of(plan, reads)
-    key = page_key(page, plan, reader, made)
-    assert key is not None  # its look-ups are known now
-    return key, made
-
-
-def _held(parsed: dict[str, ParseResult], hashes: dict[str, str]) -> dict[tuple[str, str], ParseResult]:
-    """The parse results a build server keeps for the next build: those made from the cache."""
-    return {(path, hashes[path]): r for path, r in parsed.items() if r[0] is not None and r[0].body.elsewhere}
-
-
-def _renderer(config: Config, templates: Path, cache: BuildCache, warm: Warm | None) -> Renderer:
-    """The renderer (its compiled templates and template keys): the one `warm` holds while the
-    templates and settings are the same, else a new one (which `warm` then holds)."""
-    from .render import Renderer, TemplateCache, static_files
-
-    if warm is None:
-        return Renderer(config, templates, TemplateCache(cache) if cache.enabled else None)
-    key = input_stamp([templates], repr(config))
-    if warm.renderer is None or warm.renderer[0] != key:
-        static_files.cache_clear()  # the static files are read again with the templates
-        warm.renderer = (key, Renderer(config, templates, TemplateCache(cache) if cache.enabled else None))
-    return warm.renderer[1]
-
-
-def _identity(key: str, path: str) -> str:
-    """A page's key plus the identity of the file this build wrote for it (write.identity)."""
-    try:
-        return f"{key}:{identity(os.stat(path))}"
-    except OSError:
-        return key
 
 
 def render_pages(renderer: Renderer, reader: Reader, todo: list[tuple[Page, str]], jobs: int | None, keep_reads: bool = True,
@@ -352,7 +175,7 @@ def _build(
         path: digest(raw) if raw is not None else cache.files[path][1] for path, _category, _slug, raw in source.entries
     }
     progress(f"checking {len(source.entries)} entries")
-    parsed = _parse_all(source, hashes, cache, jobs, warm.parsed if warm is not None else None)
+    parsed = parse_all(source, hashes, cache, jobs, warm.parsed if warm is not None else None)
     try:
         catalog = build_catalog(source, parsed, cache.memo if cache.enabled else None)
     except BuildFailed:
@@ -365,37 +188,30 @@ def _build(
     plan = plan_pages(catalog, config, dates, search, contents=hashes, before=cache.known, reuse=reuse)
     pages, reader = plan.pages + (search_pages(catalog, jobs) if search else []), plan.reader
 
-    renderer = _renderer(config, templates, cache, warm)
+    renderer = renderer_for(config, templates, cache, warm)
     plans = page_plans(pages, config, search, renderer, reuse) if cache.enabled else {}  # a cold build keeps no keys
     if plan_only and warm is not None:
-        warm.reuse, warm.parsed = reuse, _held(parsed, hashes)
+        warm.reuse = reuse
+        warm.hold(parsed, hashes)
         return BuildResult(out_abs, 0, 0, catalog.warning_count, unchanged=True, entries=len(catalog.records))
-    keys: dict[str, str] = {}
-    made_from: dict[str, Made] = {}
-    stale = cache.numbers(reader.stale()) if cache.enabled else set()
     scanned = scanning() if scanning is not None else None
+    kept: dict[str, str] = {}  # pages an update leaves in place → their key
+    made_from: dict[str, Made] = {}  # page → what it was made from, for the next build
+    if scanned is not None:
+        kept, made_from = unchanged_pages(pages, plans, reader, cache.made, lambda path: cache.pages.get(path, "").partition(":")[0] or None,
+                                          cache.numbers(reader.stale()), scanned.unchanged)
+    keys: dict[str, str] = {}  # rendered page → its key
     writer = SiteWriter(out, update=scanned is not None)
-    kept: dict[str, str] = {}  # pages left in place by an update → their recorded identity
     rendered = 0
     try:
         todo: list[tuple[Page, str]] = []
         for page in pages:
             if page.template is None and not callable(page.body):
                 writer.add(page.path, page.body or "")
-                continue
-            if page.path in plans:
-                before = cache.made.get(page.path)
-                recorded = cache.pages.get(page.path)
-                key_before = recorded.partition(":")[0] if recorded else None
-                key = page_key(page, plans[page.path], reader, before, key_before, stale)
-                if scanned is not None and key is not None and key == key_before and scanned.unchanged(page.path):
-                    writer.keep(page.path)
-                    kept[page.path] = cache.pages[page.path]
-                    keys[page.path] = key
-                    if before is not None:  # the same plan: a changed one changes the key
-                        made_from[page.path] = before
-                    continue
-            todo.append((page, writer.reserve(page.path)))
+            elif page.path in kept:
+                writer.keep(page.path)
+            else:
+                todo.append((page, writer.reserve(page.path)))
         progress(f"rendering {len(todo)} files")
         made = render_pages(renderer, reader, todo, jobs, keep_reads=cache.enabled)
         rendered = len(todo)
@@ -411,16 +227,16 @@ def _build(
     writer.commit(writer.unwritten(scanned, cache.pages) if scanned is not None else ())
     try:
         if cache.enabled:
-            identities = {path: kept.get(path) or _identity(key, os.path.join(writer.out, path)) for path, key in keys.items()}
-            save = partial(cache.save, stamp, identities, out_abs, set(hashes.values()), len(catalog.records),
-                           _file_records(source, hashes, cache, started), made_from, reader.known(), held=warm is not None)
+            recorded = {path: cache.pages[path] for path in kept} | {path: file_key(key, os.path.join(writer.out, path)) for path, key in keys.items()}
+            save = partial(cache.save, stamp, recorded, out_abs, set(hashes.values()), len(catalog.records),
+                           file_records(source, hashes, cache, started), made_from, reader.known(), held=warm is not None)
             if warm is not None:
                 warm.cache, warm.reuse, warm.pending = cache, reuse, save
-                warm.parsed = _held(parsed, hashes)
+                warm.hold(parsed, hashes)
             else:
                 save()
     finally:
         writer.finish()
     html = sum(p.path.endswith(".html") for p in pages)
-    return BuildResult(writer.out, html, len(writer.written), catalog.warning_count, rendered=rendered, reused=len(keys) - len(todo) if keys else 0,
+    return BuildResult(writer.out, html, len(writer.written), catalog.warning_count, rendered=rendered, reused=len(kept),
                        entries=len(catalog.records))

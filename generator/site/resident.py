@@ -25,12 +25,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .build import keyed, page_key, page_plans, parse_one, rare_collections, render_pages
-from .cache import digest
+from .build import rare_collections, render_pages
+from .incremental import keyed, page_plans, parse_all, unchanged_pages
+from .cache import BuildCache, digest
 from ..core.catalog import Catalog, ParseResult, build_catalog
 from ..core.config import Config
 from .gitdates import git_dates, git_head
@@ -38,12 +38,14 @@ from .markdown import pygments_css
 from .pages import Page, plan_pages, search_pages
 from .reads import Known, Made, Read, Reader
 from .reuse import Reuse
-from ..core.parallel import checkpoint, giving_way, run_parallel
+from ..core.parallel import checkpoint, giving_way
 from ..core.read import FileSig, read_source
 from .render import Renderer, static_files
 from .write import SiteWriter
 
 __all__ = ["Debounced", "Patched", "ResidentSite"]
+
+NO_CACHE = BuildCache(None)  # the dev server keeps its state in memory (ResidentSite), not on disk
 
 T = TypeVar("T")
 
@@ -67,7 +69,8 @@ class Patched:
 class ResidentSite:
     def __init__(self, entries: Path, out: Path, config: Config, templates: Path, jobs: int | None = None) -> None:
         self.entries, self.out, self.config, self.templates, self.jobs = entries, out, config, templates, jobs
-        self._parsed: dict[str, tuple[str, ParseResult]] = {}  # entry file → (digest of its bytes, its parse result)
+        self._parsed: dict[tuple[str, str], ParseResult] = {}  # (entry file, digest of its bytes) → its parse result
+        self._digests: dict[str, str] = {}  # entry file → the digest of its bytes when last read
         self._sigs: dict[str, FileSig] = {}  # entry files parsed without error → their signature when read
         self._store: dict[str, Any] = {}  # the catalog's memo
         self._written: dict[str, str] = {}  # site path → key of its file (build.page_key, or the digest of its bytes)
@@ -102,13 +105,12 @@ class ResidentSite:
         stale = {f"{self.entries}/{os.path.relpath(p, entries)}" for p in changed or ()}  # as read_source names them
         known = {path: sig for path, sig in self._sigs.items() if changed is not None and path not in stale}
         source = read_source(self.entries, known=known)
-        hashes = {path: digest(raw) if raw is not None else self._parsed[path][0] for path, _c, _s, raw in source.entries}
-        todo = [(path, raw) for path, _c, _s, raw in source.entries if raw is not None and self._parsed.get(path, ("",))[0] != hashes[path]]
+        hashes = {path: digest(raw) if raw is not None else self._digests[path] for path, _c, _s, raw in source.entries}
         # kept: each result holds its entry page's markdown and code as HTML (validate.Body), so a
         # page re-rendered for another entry's edit (a linked title) runs no markdown or Pygments.
-        fresh = dict(zip([path for path, _ in todo], run_parallel(partial(parse_one, kept=True), todo, jobs=self.jobs, min_items=64)))
-        results = {path: fresh[path] if path in fresh else self._parsed[path][1] for path in hashes}
-        self._parsed = {path: (hashes[path], results[path]) for path in hashes}
+        results = parse_all(source, hashes, NO_CACHE, self.jobs, self._parsed, kept=True)
+        self._parsed = {(path, hashes[path]): results[path] for path in hashes}
+        self._digests = hashes
         # a file that did not validate is read again each time: its cross-file checks need its bytes
         self._sigs = {path: source.signatures.get(path) or known[path] for path in hashes
                       if results[path][0] is not None and (path in source.signatures or path in known)}
@@ -126,20 +128,9 @@ class ResidentSite:
         fixed: dict[str, bytes] = {p.path: renderer.render_bytes(p, reader) for p in pages if p.path not in plans}
         fixed.update(static_files(self.templates))
         fixed["static/pygments.css"] = pygments_css().encode("utf-8")
-        keys: dict[str, str] = {}
-        made_from: dict[str, Made] = {}
-        moved = reader.stale()
-        redo: list[Page] = []  # pages to render
-        for page in pages:
-            if page.path in plans and not page.site_wide:
-                before = self._made.get(page.path)
-                key = None if full else page_key(page, plans[page.path], reader, before, self._written.get(page.path), moved)
-                if key is not None and key == self._written.get(page.path):
-                    keys[page.path] = key
-                    if before is not None:
-                        made_from[page.path] = before
-                else:
-                    redo.append(page)
+        site_pages = [p for p in pages if p.path in plans and not p.site_wide]
+        keys, made_from = ({}, {}) if full else unchanged_pages(site_pages, plans, reader, self._made, self._written.get, reader.stale())
+        redo = [p for p in site_pages if p.path not in keys]  # pages to render
         with self._publish:
             if full:
                 made = self._write_all(redo, {**fixed, **index}, renderer, reader)
