@@ -71,6 +71,46 @@ def test_a_plan_made_while_idle_writes_nothing_and_is_taken_over_by_the_next_bui
     assert _same_as_cold(project)
 
 
+def test_dates_are_read_from_git_again_when_head_moves_and_only_then(project, monkeypatch) -> None:
+    """The last-updated dates come from commits: a process keeps them while git's HEAD stays
+    (incremental.dates_at), for the build server and the dev server alike."""
+    import generator.site.incremental as incremental
+    from generator.site.resident import ResidentSite
+
+    root = project["entries"].parent
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+    def commit(day: str) -> None:
+        stamp = {"GIT_AUTHOR_DATE": f"{day}T12:00:00Z", "GIT_COMMITTER_DATE": f"{day}T12:00:00Z"}
+        for args in (["add", "entries"], ["commit", "-q", "-m", day]):
+            subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env={**env, **stamp})
+
+    subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True, env=env)
+    commit("2026-01-02")
+    reads: list[Path] = []
+    real = incremental.git_dates
+    monkeypatch.setattr(incremental, "git_dates", lambda entries: reads.append(entries) or real(entries))
+    page = project["site"] / "gpu-oom" / "index.html"
+    warm = Warm()
+    resident = ResidentSite(project["entries"], root / "resident", CONFIG, project["templates"], jobs=1)
+    _warm_build(project, warm)
+    resident.patch()
+    assert len(reads) == 2 and "Last updated <time datetime=\"2026-01-02\">" in page.read_text()
+    edit_entry(project, "memory/gpu-oom.yaml", title="GPU OOM, not committed yet")
+    _warm_build(project, warm)
+    resident.patch()
+    assert len(reads) == 2  # HEAD did not move
+    assert _same_as_cold(project)  # (a cold build reads them too)
+    commit("2026-03-04")
+    reads.clear()
+    _warm_build(project, warm)
+    resident.patch()
+    assert len(reads) == 2 and "Last updated <time datetime=\"2026-03-04\">" in page.read_text()
+    assert _same_as_cold(project)
+    assert (root / "resident" / "gpu-oom" / "index.html").read_bytes() == page.read_bytes()
+
+
 def test_what_is_held_is_dropped_when_another_build_saved_to_the_cache(project) -> None:
     warm = Warm()
     _warm_build(project, warm)

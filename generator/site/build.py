@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from .cache import BuildCache, digest, input_stamp
 from ..core.config import TEMPLATES, Config, require_templates
-from .gitdates import git_dates, git_head
-from .incremental import Warm, file_key, file_records, keyed, page_plans, parse_all, renderer_for, unchanged_pages
+from .gitdates import git_head
+from .incremental import Warm, dates_at, file_key, file_records, keyed, page_plans, parse_all, renderer_for, unchanged_pages
 from ..core.parallel import run_parallel, start_parallel
 from ..core.problems import BuildFailed
 from .write import SiteWriter, scan_site, write_file
@@ -149,9 +149,10 @@ def _build(
     if warm is not None:
         warm.cache = cache
     out_abs = out.resolve() if out.exists() else out.absolute()
+    head = git_head(entries)
     stamp = input_stamp(
         [entries, templates, Path(__file__).resolve().parent.parent],  # generator/, every package
-        json.dumps([repr(config), search, str(out_abs), git_head(entries)]),
+        json.dumps([repr(config), search, str(out_abs), head]),
     )
     if not plan_only and cache_dir is not None and stamp == cache.stamp and cache.site == str(out_abs) and out_abs.is_dir():
         html = sum(1 for p in cache.pages if p.endswith(".html"))
@@ -181,11 +182,13 @@ def _build(
     except BuildFailed:
         cache.save_parsed(set(hashes.values()))  # the valid files stay known
         raise
-    dates = git_dates(entries)
+    dates = dates_at(entries, head, warm.dates if warm is not None else None)
+    if warm is not None:
+        warm.dates = dates
     from .reuse import Reuse
 
     reuse = Reuse(warm.reuse if warm is not None else None)
-    plan = plan_pages(catalog, config, dates, search, contents=hashes, before=cache.known, reuse=reuse)
+    plan = plan_pages(catalog, config, dates[1], search, contents=hashes, before=cache.known, reuse=reuse)
     pages, reader = plan.pages + (search_pages(catalog, jobs) if search else []), plan.reader
 
     renderer = renderer_for(config, templates, cache, warm)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cache import BuildCache, code_version, digest, input_stamp
+from .gitdates import git_dates
 from ..core.config import Config
 from ..core.parallel import run_parallel
 from ..core.problems import FailpediaError
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from ..core.read import FileSig, Source
     from .render import Renderer
 
-__all__ = ["Warm", "file_records", "keyed", "page_key", "page_plans", "parse_all", "parse_one", "file_key", "renderer_for", "unchanged_pages"]
+__all__ = ["Warm", "dates_at", "file_records", "keyed", "page_key", "page_plans", "parse_all", "parse_one", "file_key", "renderer_for", "unchanged_pages"]
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Warm:
     parsed: dict[tuple[str, str], ParseResult] | None = None  # (entry file, digest) → its parse result, from the cache
     reuse: Reuse | None = None
     renderer: tuple[str, Renderer] | None = None  # (the templates' stamp and the settings, the renderer)
+    dates: tuple[str, dict[str, str]] | None = None  # (git HEAD, the entries' dates then), see dates_at
     pending: Callable[[], None] | None = None
 
     def settle(self) -> None:
@@ -74,7 +76,16 @@ class Warm:
 
     def drop(self) -> None:
         """Forget everything (a build failed part way: what it held may be half made)."""
-        self.cache = self.parsed = self.reuse = self.renderer = self.pending = None
+        self.cache = self.parsed = self.reuse = self.renderer = self.dates = self.pending = None
+
+
+def dates_at(entries: Path, head: str, last: tuple[str, dict[str, str]] | None) -> tuple[str, dict[str, str]]:
+    """(head, the entries' last-updated dates): `last`'s while git's HEAD is still the commit they
+    were read at, since they come from commits; else read again (gitdates.git_dates: a walk of
+    the whole history)."""
+    if last is not None and last[0] == head:
+        return last
+    return head, git_dates(entries)
 
 
 def parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: int | None,

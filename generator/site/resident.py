@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from .build import rare_collections, render_pages
-from .incremental import keyed, page_plans, parse_all, unchanged_pages
+from .incremental import dates_at, keyed, page_plans, parse_all, unchanged_pages
 from .cache import BuildCache, digest
 from ..core.catalog import Catalog, ParseResult, build_catalog
 from ..core.config import Config
-from .gitdates import git_dates, git_head
+from .gitdates import git_head
 from .markdown import pygments_css
 from .pages import Page, plan_pages, search_pages
 from .reads import Known, Made, Read, Reader
@@ -79,7 +79,7 @@ class ResidentSite:
         self._reuse: Reuse | None = None  # the last patch's plan: its pages and their digests, taken over where their inputs are the same
         self._indexed: dict[str, str] = {}  # the search index's files → the digest of their bytes
         self._renderer: Renderer | None = None
-        self._dates: tuple[str | None, dict[str, str]] = (None, {})  # (git HEAD, git_dates then)
+        self._dates: tuple[str, dict[str, str]] | None = None  # (git HEAD, the entries' dates then)
         self._publish = threading.Lock()  # a patch and an index update move files in one at a time
         self._quiet = threading.Event()  # set while no patch runs: an index update waits for it (core.parallel.checkpoint)
         self._quiet.set()
@@ -116,8 +116,8 @@ class ResidentSite:
                       if results[path][0] is not None and (path in source.signatures or path in known)}
 
         catalog = build_catalog(source, results, self._store)
-        dates = self._git_dates()
-        plan = plan_pages(catalog, self.config, dates, search=True, contents=hashes, before=self._known, reuse=Reuse(self._reuse))
+        self._dates = dates_at(self.entries, git_head(self.entries), self._dates)
+        plan = plan_pages(catalog, self.config, self._dates[1], search=True, contents=hashes, before=self._known, reuse=Reuse(self._reuse))
         pages, reader = plan.pages, plan.reader
         full = not self._written or not self.out.is_dir()
         # Remade by update_index, after the pages an edit changed are moved in: the search index and
@@ -205,14 +205,6 @@ class ResidentSite:
                                 sorted(self._indexed.keys() - digests.keys()))
             self._indexed = digests
         return tuple(done)
-
-    def _git_dates(self) -> dict[str, str]:
-        """The entries' dates from git, read again only when HEAD moved (they come from commits)."""
-        head = git_head(self.entries)
-        if head != self._dates[0]:
-            self._dates = (head, git_dates(self.entries))
-        return self._dates[1]
-
 
 class Debounced(Generic[T]):
     """Runs `work` on the latest value asked for, in a thread of its own: once no newer value has
