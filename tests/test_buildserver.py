@@ -72,8 +72,8 @@ def test_a_plan_made_while_idle_writes_nothing_and_is_taken_over_by_the_next_bui
 
 
 def test_dates_are_read_from_git_again_when_head_moves_and_only_then(project, monkeypatch) -> None:
-    """The last-updated dates come from commits: a process keeps them while git's HEAD stays
-    (incremental.dates_at), for the build server and the dev server alike."""
+    """The last-updated dates come from commits: they are kept (incremental.dates_at, in the
+    memo store: the build cache's, or the dev server's) and read again only when git's HEAD moves."""
     import generator.site.incremental as incremental
     from generator.site.resident import ResidentSite
 
@@ -107,6 +107,10 @@ def test_dates_are_read_from_git_again_when_head_moves_and_only_then(project, mo
     _warm_build(project, warm)
     resident.patch()
     assert len(reads) == 2 and "Last updated <time datetime=\"2026-03-04\">" in page.read_text()
+    edit_entry(project, "memory/gpu-oom.yaml", title="GPU OOM, edited again")
+    _warm_build(project, Warm())  # a fresh process: the dates come from the build cache
+    resident.patch()
+    assert len(reads) == 2
     assert _same_as_cold(project)
     assert (root / "resident" / "gpu-oom" / "index.html").read_bytes() == page.read_bytes()
 

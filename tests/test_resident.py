@@ -110,13 +110,13 @@ def _plain_page(page):
 def _assert_the_plan_taken_over_is_a_fresh_one(site: ResidentSite, catalog, name: str) -> set[str]:
     """Every part of the plan a patch took over from the last (reuse.Reuse: an entry's pages, a
     listing's, the lists' order, the sitemap, each page's plan digest) is what planning afresh makes."""
-    from generator.site.incremental import page_plans
+    from generator.site.incremental import GIT_DATES, page_plans
     from generator.site.pages import Page, plan_pages
     from generator.site.reuse import Reuse
 
     assert site._reuse is not None and site._renderer is not None
     fresh = Reuse()
-    plan = plan_pages(catalog, CONFIG, site._dates[1], search=True, contents=dict(site._digests), reuse=fresh)
+    plan = plan_pages(catalog, CONFIG, site._store[GIT_DATES][1], search=True, contents=dict(site._digests), reuse=fresh)
     page_plans(plan.pages, CONFIG, True, site._renderer, fresh)
     kept, now = site._reuse._now, fresh._now
     assert kept.keys() == now.keys(), name

@@ -182,13 +182,11 @@ def _build(
     except BuildFailed:
         cache.save_parsed(set(hashes.values()))  # the valid files stay known
         raise
-    dates = dates_at(entries, head, warm.dates if warm is not None else None)
-    if warm is not None:
-        warm.dates = dates
+    dates = dates_at(entries, head, cache.memo if cache.enabled else None)
     from .reuse import Reuse
 
     reuse = Reuse(warm.reuse if warm is not None else None)
-    plan = plan_pages(catalog, config, dates[1], search, contents=hashes, before=cache.known, reuse=reuse)
+    plan = plan_pages(catalog, config, dates, search, contents=hashes, before=cache.known, reuse=reuse)
     pages, reader = plan.pages + (search_pages(catalog, jobs) if search else []), plan.reader
 
     renderer = renderer_for(config, templates, cache, warm)

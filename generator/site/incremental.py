@@ -24,11 +24,11 @@ every kind of change.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Set as AbstractSet
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Set as AbstractSet
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from .cache import BuildCache, code_version, digest, input_stamp
 from .gitdates import git_dates
@@ -61,7 +61,6 @@ class Warm:
     parsed: dict[tuple[str, str], ParseResult] | None = None  # (entry file, digest) → its parse result, from the cache
     reuse: Reuse | None = None
     renderer: tuple[str, Renderer] | None = None  # (the templates' stamp and the settings, the renderer)
-    dates: tuple[str, dict[str, str]] | None = None  # (git HEAD, the entries' dates then), see dates_at
     pending: Callable[[], None] | None = None
 
     def settle(self) -> None:
@@ -76,16 +75,23 @@ class Warm:
 
     def drop(self) -> None:
         """Forget everything (a build failed part way: what it held may be half made)."""
-        self.cache = self.parsed = self.reuse = self.renderer = self.dates = self.pending = None
+        self.cache = self.parsed = self.reuse = self.renderer = self.pending = None
 
 
-def dates_at(entries: Path, head: str, last: tuple[str, dict[str, str]] | None) -> tuple[str, dict[str, str]]:
-    """(head, the entries' last-updated dates): `last`'s while git's HEAD is still the commit they
-    were read at, since they come from commits; else read again (gitdates.git_dates: a walk of
-    the whole history)."""
-    if last is not None and last[0] == head:
-        return last
-    return head, git_dates(entries)
+GIT_DATES = "git dates"  # their name in the memo store: (git HEAD, the dates read at it)
+
+
+def dates_at(entries: Path, head: str, store: MutableMapping[str, Any] | None) -> dict[str, str]:
+    """The entries' last-updated dates (gitdates.git_dates, a walk of the whole history), or the
+    ones `store` (the catalog's memo store: the build cache's, or the dev server's) keeps from a
+    build at the same git HEAD (`head`): they come from commits, so they move only with it."""
+    last = store.get(GIT_DATES) if store is not None else None
+    if isinstance(last, tuple) and len(last) == 2 and last[0] == head:
+        return cast("dict[str, str]", last[1])
+    dates = git_dates(entries)
+    if store is not None:
+        store[GIT_DATES] = (head, dates)
+    return dates
 
 
 def parse_all(source: Source, hashes: dict[str, str], cache: BuildCache, jobs: int | None,

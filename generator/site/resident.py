@@ -79,7 +79,6 @@ class ResidentSite:
         self._reuse: Reuse | None = None  # the last patch's plan: its pages and their digests, taken over where their inputs are the same
         self._indexed: dict[str, str] = {}  # the search index's files → the digest of their bytes
         self._renderer: Renderer | None = None
-        self._dates: tuple[str, dict[str, str]] | None = None  # (git HEAD, the entries' dates then)
         self._publish = threading.Lock()  # a patch and an index update move files in one at a time
         self._quiet = threading.Event()  # set while no patch runs: an index update waits for it (core.parallel.checkpoint)
         self._quiet.set()
@@ -116,8 +115,8 @@ class ResidentSite:
                       if results[path][0] is not None and (path in source.signatures or path in known)}
 
         catalog = build_catalog(source, results, self._store)
-        self._dates = dates_at(self.entries, git_head(self.entries), self._dates)
-        plan = plan_pages(catalog, self.config, self._dates[1], search=True, contents=hashes, before=self._known, reuse=Reuse(self._reuse))
+        dates = dates_at(self.entries, git_head(self.entries), self._store)
+        plan = plan_pages(catalog, self.config, dates, search=True, contents=hashes, before=self._known, reuse=Reuse(self._reuse))
         pages, reader = plan.pages, plan.reader
         full = not self._written or not self.out.is_dir()
         # Remade by update_index, after the pages an edit changed are moved in: the search index and
