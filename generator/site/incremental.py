@@ -12,6 +12,7 @@ alone; a cold build is just them. What lets a later build do less sits here, aro
   the key of the file written for it keeps that file (`unchanged_pages`).
 - **the plan taken over** (reuse.Reuse): parts of the plan whose inputs are equal to the last
   build's are not made again.
+- **the entries' git dates** (`dates_at`): kept under the git HEAD they were read at.
 - **what a process keeps between builds** (`Warm`): the cache as last saved, the parse results,
   the plan and the renderer.
 
