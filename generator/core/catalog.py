@@ -1,8 +1,10 @@
 """Catalog: the source's files → the whole validated set of entries, with every cross-entry index.
 
-Pure: takes a `read.Source`, returns a `Catalog` (plus warnings) or raises BuildFailed with every
+Takes a `read.Source`, returns a `Catalog` (plus warnings) or raises BuildFailed with every
 problem of every file. Everything a page needs (tag index, backlinks, similar entries) exists
 here before the first page renders; search, diagnosis and the dev server query this object.
+Pure but for the memo store a caller may pass (`store`, see `Memo`): `build_catalog` and
+`Catalog.derived` write into it the results a next build may take over.
 """
 
 from __future__ import annotations

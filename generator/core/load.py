@@ -1,8 +1,8 @@
 """Load: bytes of one YAML file → plain data plus a map from data paths to source positions.
 
 Untrusted input: size-limited, strict UTF-8, YAML parsed by libyaml's safe composer, with
-aliases, anchors, custom tags, duplicate keys and deep nesting refused. Returns a
-`Loaded` value or a list of Problems; never raises on bad content.
+aliases, anchors, custom tags, duplicate keys and deep nesting refused. `load_yaml` returns a
+`Loaded` value, or raises `LoadError` (line, column, message) for bad content.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ class _Walker:
 
 
 def load_yaml(raw: bytes) -> Loaded:
-    """Parse one entry or registry file. Raises nothing; problems come back as `_LoadError`."""
+    """Parse one entry or registry file; bad content raises `LoadError` at its line and column."""
     if len(raw) > MAX_BYTES:
         raise _LoadError(0, 0, f"file is {len(raw):,} bytes, over the {MAX_BYTES:,}-byte limit; shorten it")
     text = _decode(raw)

@@ -1,6 +1,6 @@
 """Validate: loaded data of one file → a frozen model, or Problems at file:line:col.
 
-Pure apart from nothing: takes bytes and a display path, returns values. Cross-entry rules
+Pure: takes bytes and a display path, returns values. Cross-entry rules
 (tags, related slugs, duplicates) live in `catalog.py`.
 """
 
