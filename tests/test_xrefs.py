@@ -75,3 +75,19 @@ def test_brackets_in_code_and_in_quoted_errors_are_not_links(tmp_path: Path) -> 
     )
     catalog = load_catalog(write_tree(tmp_path / "entries", files))
     assert catalog.records["gpu-oom"].head.xrefs == ("nccl-hang",)
+
+
+def test_the_slug_mention_pattern_finds_what_its_backtracking_form_finds() -> None:
+    """prose.MENTION_RE's possessive repeats only skip retries that cannot match: the same
+    mentions as the plain pattern, on random text over the characters its edges look at."""
+    import random
+    import re
+
+    from generator.core.prose import MENTION_RE
+
+    plain = re.compile(r"(?<![\w/.-])[a-z0-9]+(?:-[a-z0-9]+)+(?![\w/-]|\.\w)")
+    rng = random.Random(20)
+    alphabet = "ab9-./_ A\né`["
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        assert [m.span() for m in MENTION_RE.finditer(text)] == [m.span() for m in plain.finditer(text)], text

@@ -17,4 +17,6 @@ def without_code(text: str) -> str:
 
 
 XREF_RE = re.compile(r"\[\[([a-z0-9]+(?:-[a-z0-9]+)*)\]\]")  # [[slug]]: a link to that entry, with its title
-MENTION_RE = re.compile(r"(?<![\w/.-])[a-z0-9]+(?:-[a-z0-9]+)+(?![\w/-]|\.\w)")  # a bare slug-shaped word
+# A bare slug-shaped word. The repeats are possessive: giving back a character or a '-part' leaves
+# a letter, digit or '-' next, which the lookahead refuses anyway, so only the retries are saved.
+MENTION_RE = re.compile(r"(?<![\w/.-])[a-z0-9]++(?:-[a-z0-9]++)++(?![\w/-]|\.\w)")
