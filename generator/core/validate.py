@@ -148,9 +148,8 @@ class Body:
     (site.pages.entry_fragments): held here, or pickled and loaded on first use.
 
     The one shape an entry travels in between the stages. A parse worker sends it back pickled
-    (pickling a Body pickles the model once), the build cache stores that pickle and hands it
-    back through a callable that reads it, and a rebuild unpickles only the entries whose pages
-    it renders. The few most recently unpickled are kept (`_unpickle`): a page asks several
+    and the parent keeps the bytes; the build cache stores them and hands them back through a
+    callable that reads them; a rebuild unpickles only the entries whose pages it renders. The few most recently unpickled are kept (`_unpickle`): a page asks several
     times, but a worker rendering thousands of pages must not keep them all."""
 
     __slots__ = ("_held", "_pickle")

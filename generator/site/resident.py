@@ -2,10 +2,11 @@
 
 `ResidentSite` holds what its last good build made: every entry file's parse result (by the
 digest of the file's bytes), the catalog's memo (catalog.Memo: similar entries, tag pairs, the
-per-entry items of the site-wide files, each entry's search terms), the plan (reuse.Reuse: its
-pages and their digests), and the key of every file it wrote with what the page looked up to
-make it (reads.py). A patch runs the stages `failpedia build` runs (read_source, build_catalog,
-plan_pages, page_plans, the renderer, SiteWriter) with no disk cache: it parses only the files
+per-entry items of the site-wide files, each entry's search terms, the git dates), the plan
+(reuse.Reuse: its pages and their digests), and the key of every file it wrote with what the
+page looked up to make it (reads.py). A patch runs the stages `failpedia build` runs
+(read_source, build_catalog, plan_pages, the renderer, SiteWriter) and the same functions of
+incremental.py (parse_all, page_plans, unchanged_pages), with no disk cache: it parses only the files
 whose bytes changed, plans again only the pages whose inputs changed, renders only the pages
 whose key changed, and moves in only the files whose bytes changed, once all of them are
 rendered. The search index (pages.search_pages) and the site-wide files (Page.site_wide) are
