@@ -654,7 +654,7 @@ def test_a_page_cannot_read_around_its_key(tmp_path) -> None:
         ok.made()
 
 
-def test_an_entry_travels_pickled_once_and_is_loaded_only_when_asked(project) -> None:
+def test_an_entry_travels_pickled_and_is_loaded_only_when_asked(project) -> None:
     """validate.Body: a parse result pickled (a worker's answer) carries the model with its page's
     fragments and the cross-entry positions; a Body the build cache hands out reads its pickle
     only when a page asks for the entry."""
