@@ -81,9 +81,9 @@ def test_dates_are_read_from_git_again_when_head_moves_and_only_then(project, mo
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
-    def commit(day: str) -> None:
+    def commit(day: str, folder: str = "entries") -> None:
         stamp = {"GIT_AUTHOR_DATE": f"{day}T12:00:00Z", "GIT_COMMITTER_DATE": f"{day}T12:00:00Z"}
-        for args in (["add", "entries"], ["commit", "-q", "-m", day]):
+        for args in (["add", folder], ["commit", "-q", "-m", day]):
             subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env={**env, **stamp})
 
     subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True, env=env)
@@ -113,6 +113,13 @@ def test_dates_are_read_from_git_again_when_head_moves_and_only_then(project, mo
     assert len(reads) == 2
     assert _same_as_cold(project)
     assert (root / "resident" / "gpu-oom" / "index.html").read_bytes() == page.read_bytes()
+    # Another entries folder of the same checkout, built with the same cache: its own dates.
+    shutil.copytree(project["entries"], root / "more")
+    commit("2026-05-06", "more")
+    reads.clear()
+    _warm_build(project, Warm())
+    build(root / "more", root / "more-site", CONFIG, project["templates"], search=False, cache_dir=project["cache"], jobs=1)
+    assert len(reads) == 2 and "Last updated <time datetime=\"2026-05-06\">" in (root / "more-site" / "gpu-oom" / "index.html").read_text()
 
 
 def test_what_is_held_is_dropped_when_another_build_saved_to_the_cache(project) -> None:

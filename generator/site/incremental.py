@@ -79,19 +79,21 @@ class Warm:
         self.cache = self.parsed = self.reuse = self.renderer = self.pending = None
 
 
-GIT_DATES = "git dates"  # their name in the memo store: (git HEAD, the dates read at it)
+GIT_DATES = "git dates"  # their name in the memo store: ((git HEAD, the entries folder), the dates read then)
 
 
 def dates_at(entries: Path, head: str, store: MutableMapping[str, Any] | None) -> dict[str, str]:
     """The entries' last-updated dates (gitdates.git_dates, a walk of the whole history), or the
     ones `store` (the catalog's memo store: the build cache's, or the dev server's) keeps from a
-    build at the same git HEAD (`head`): they come from commits, so they move only with it."""
+    build of the same entries folder at the same git HEAD (`head`): they come from commits, so
+    they move only with it."""
+    key = (head, os.path.realpath(entries))
     last = store.get(GIT_DATES) if store is not None else None
-    if isinstance(last, tuple) and len(last) == 2 and last[0] == head:
+    if isinstance(last, tuple) and len(last) == 2 and last[0] == key:
         return cast("dict[str, str]", last[1])
     dates = git_dates(entries)
     if store is not None:
-        store[GIT_DATES] = (head, dates)
+        store[GIT_DATES] = (key, dates)
     return dates
 
 
