@@ -122,6 +122,35 @@ def test_dates_are_read_from_git_again_when_head_moves_and_only_then(project, mo
     assert len(reads) == 2 and "Last updated <time datetime=\"2026-05-06\">" in (root / "more-site" / "gpu-oom" / "index.html").read_text()
 
 
+def test_a_fetch_that_deepens_a_shallow_clone_brings_the_older_dates(project, tmp_path) -> None:
+    """A shallow clone dates every file by the oldest commit it has; a fetch that deepens it keeps
+    HEAD, yet the dates move (gitdates.git_head names the shallow boundary too)."""
+    origin = project["entries"].parent
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+    def git(*args: str, where: Path = origin, day: str = "2026-01-02") -> None:
+        stamp = {"GIT_AUTHOR_DATE": f"{day}T12:00:00Z", "GIT_COMMITTER_DATE": f"{day}T12:00:00Z"}
+        subprocess.run(["git", "-C", str(where), *args], check=True, capture_output=True, env={**env, **stamp})
+
+    git("init", "-q")
+    git("add", "entries")
+    git("commit", "-q", "-m", "first")
+    (origin / "notes.txt").write_text("not an entry\n")
+    git("add", "notes.txt", day="2026-02-03")
+    git("commit", "-q", "-m", "second", day="2026-02-03")
+    clone = tmp_path / "clone"
+    git("clone", "-q", "--depth", "1", f"file://{origin}", str(clone), where=tmp_path)
+    built = {**project, "entries": clone / "entries"}
+    page = built["site"] / "gpu-oom" / "index.html"
+    _warm_build(built, Warm())
+    assert "Last updated <time datetime=\"2026-02-03\">" in page.read_text()  # the only commit the clone has
+    git("fetch", "-q", "--deepen", "1", where=clone)
+    _warm_build(built, Warm())
+    assert "Last updated <time datetime=\"2026-01-02\">" in page.read_text()
+    assert _same_as_cold(built)
+
+
 def test_what_is_held_is_dropped_when_another_build_saved_to_the_cache(project) -> None:
     warm = Warm()
     _warm_build(project, warm)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from pathlib import Path
 
@@ -39,13 +40,21 @@ def git_dates(entries: Path) -> dict[str, str]:
 
 
 def git_head(path: Path) -> str:
-    """The commit checked out around `path` ('' outside git): dates change only when it does."""
+    """The commit checked out around `path` ('' outside git), and in a shallow clone the commits
+    its history stops at: the dates change only when one of them does (a fetch that deepens a
+    shallow clone keeps HEAD but brings older commits)."""
     try:
-        return subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=20, check=True
-        ).stdout.strip()
+        out = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "HEAD", "--git-path", "shallow"], capture_output=True, text=True, timeout=20, check=True
+        ).stdout.splitlines()
     except (OSError, subprocess.SubprocessError):
         return ""
+    head = out[0].strip() if out else ""
+    try:
+        shallow = (path / out[1]).read_bytes() if len(out) > 1 else b""
+    except OSError:  # not a shallow clone
+        shallow = b""
+    return f"{head} shallow {hashlib.sha256(shallow).hexdigest()[:16]}" if shallow else head
 
 
 def date_key(category: str, slug: str) -> str:
