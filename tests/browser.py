@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import http.server
 import shutil
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Fixtures are registered once, in conftest.py (a session fixture imported into two modules would
 # start two Playwright instances); `from browser import *` brings only the helpers.
-__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "REPO", "engine_page", "serve_dir", "wait_until"]
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "QuietServer", "REPO", "engine_page", "serve_dir", "wait_until"]
 
 
 def wait_until(page: object, expression: str, timeout: float = 60) -> None:
@@ -54,10 +55,19 @@ def engine_page(browser: object, site_url: str, real_site: Path, *scripts: str) 
     return ctx, page, spec
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    """A test's static server: a browser closing a connection early (a navigation away, a
+    cancelled fetch) is no error; anything else is printed as the standard server does."""
+
+    def handle_error(self, request, client_address) -> None:  # noqa: ANN001
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 def serve_dir(root: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     """Serve `root` on a free port of 127.0.0.1; returns the server and its base URL."""
     handler = functools.partial(_Quiet, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
 

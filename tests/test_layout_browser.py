@@ -123,7 +123,7 @@ def test_the_404_page_suggests_the_entry_meant(browser, real_site) -> None:
         def log_message(self, *args):  # noqa: ANN002
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(NotFound, directory=str(real_site)))
+    server = QuietServer(("127.0.0.1", 0), functools.partial(NotFound, directory=str(real_site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         page = browser.new_page()
