@@ -71,6 +71,15 @@ def test_a_plan_made_while_idle_writes_nothing_and_is_taken_over_by_the_next_bui
     assert _same_as_cold(project)
 
 
+def _git(where: Path, *args: str, day: str = "2026-01-02") -> None:
+    """Run git in `where` as a test author, the commit dated `day` (noon UTC), no user config."""
+    stamp = f"{day}T12:00:00Z"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+    subprocess.run(["git", "-C", str(where), *args], check=True, capture_output=True, env=env)
+
+
 def test_dates_are_read_from_git_again_when_head_moves_and_only_then(project, monkeypatch) -> None:
     """The last-updated dates come from commits: they are kept (incremental.dates_at, in the
     memo store: the build cache's, or the dev server's) and read again only when git's HEAD moves."""
@@ -78,15 +87,12 @@ def test_dates_are_read_from_git_again_when_head_moves_and_only_then(project, mo
     from generator.site.resident import ResidentSite
 
     root = project["entries"].parent
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
     def commit(day: str, folder: str = "entries") -> None:
-        stamp = {"GIT_AUTHOR_DATE": f"{day}T12:00:00Z", "GIT_COMMITTER_DATE": f"{day}T12:00:00Z"}
-        for args in (["add", folder], ["commit", "-q", "-m", day]):
-            subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env={**env, **stamp})
+        _git(root, "add", folder, day=day)
+        _git(root, "commit", "-q", "-m", day, day=day)
 
-    subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True, env=env)
+    _git(root, "init", "-q")
     commit("2026-01-02")
     reads: list[Path] = []
     real = incremental.git_dates
@@ -126,26 +132,19 @@ def test_a_fetch_that_deepens_a_shallow_clone_brings_the_older_dates(project, tm
     """A shallow clone dates every file by the oldest commit it has; a fetch that deepens it keeps
     HEAD, yet the dates move (gitdates.git_head names the shallow boundary too)."""
     origin = project["entries"].parent
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-
-    def git(*args: str, where: Path = origin, day: str = "2026-01-02") -> None:
-        stamp = {"GIT_AUTHOR_DATE": f"{day}T12:00:00Z", "GIT_COMMITTER_DATE": f"{day}T12:00:00Z"}
-        subprocess.run(["git", "-C", str(where), *args], check=True, capture_output=True, env={**env, **stamp})
-
-    git("init", "-q")
-    git("add", "entries")
-    git("commit", "-q", "-m", "first")
+    _git(origin, "init", "-q")
+    _git(origin, "add", "entries")
+    _git(origin, "commit", "-q", "-m", "first")
     (origin / "notes.txt").write_text("not an entry\n")
-    git("add", "notes.txt", day="2026-02-03")
-    git("commit", "-q", "-m", "second", day="2026-02-03")
+    _git(origin, "add", "notes.txt", day="2026-02-03")
+    _git(origin, "commit", "-q", "-m", "second", day="2026-02-03")
     clone = tmp_path / "clone"
-    git("clone", "-q", "--depth", "1", f"file://{origin}", str(clone), where=tmp_path)
+    _git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(clone))
     built = {**project, "entries": clone / "entries"}
     page = built["site"] / "gpu-oom" / "index.html"
     _warm_build(built, Warm())
     assert "Last updated <time datetime=\"2026-02-03\">" in page.read_text()  # the only commit the clone has
-    git("fetch", "-q", "--deepen", "1", where=clone)
+    _git(clone, "fetch", "-q", "--deepen", "1")
     _warm_build(built, Warm())
     assert "Last updated <time datetime=\"2026-01-02\">" in page.read_text()
     assert _same_as_cold(built)
