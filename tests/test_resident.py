@@ -92,7 +92,7 @@ def _assert_kept_keys_are_what_the_look_ups_give_now(site: ResidentSite, catalog
     even one that the pages' bytes would not show in this small corpus."""
     from generator.site.reads import Reader
 
-    reader = Reader(catalog, {}, dict(site._digests))
+    reader = Reader(catalog, {}, dict(site._parsed.keys()))
     checked = [path for path, made in site._made.items() if made.reads]
     assert len(checked) > 10, name
     for path in checked:
@@ -116,7 +116,7 @@ def _assert_the_plan_taken_over_is_a_fresh_one(site: ResidentSite, catalog, name
 
     assert site._reuse is not None and site._renderer is not None
     fresh = Reuse()
-    plan = plan_pages(catalog, CONFIG, site._store[GIT_DATES][1], search=True, contents=dict(site._digests), reuse=fresh)
+    plan = plan_pages(catalog, CONFIG, site._store[GIT_DATES][1], search=True, contents=dict(site._parsed.keys()), reuse=fresh)
     page_plans(plan.pages, CONFIG, True, site._renderer, fresh)
     kept, now = site._reuse._now, fresh._now
     assert kept.keys() == now.keys(), name

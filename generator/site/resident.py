@@ -71,7 +71,6 @@ class ResidentSite:
     def __init__(self, entries: Path, out: Path, config: Config, templates: Path, jobs: int | None = None) -> None:
         self.entries, self.out, self.config, self.templates, self.jobs = entries, out, config, templates, jobs
         self._parsed: dict[tuple[str, str], ParseResult] = {}  # (entry file, digest of its bytes) → its parse result
-        self._digests: dict[str, str] = {}  # entry file → the digest of its bytes when last read
         self._sigs: dict[str, FileSig] = {}  # entry files parsed without error → their signature when read
         self._store: dict[str, Any] = {}  # the catalog's memo
         self._written: dict[str, str] = {}  # site path → key of its file (build.page_key, or the digest of its bytes)
@@ -105,12 +104,12 @@ class ResidentSite:
         stale = {f"{self.entries}/{os.path.relpath(p, entries)}" for p in changed or ()}  # as read_source names them
         known = {path: sig for path, sig in self._sigs.items() if changed is not None and path not in stale}
         source = read_source(self.entries, known=known)
-        hashes = {path: digest(raw) if raw is not None else self._digests[path] for path, _c, _s, raw in source.entries}
+        last = dict(self._parsed.keys())  # entry file → the digest of its bytes when last read, from the keys of its result
+        hashes = {path: digest(raw) if raw is not None else last[path] for path, _c, _s, raw in source.entries}
         # kept: each result holds its entry page's markdown and code as HTML (validate.Body), so a
         # page re-rendered for another entry's edit (a linked title) runs no markdown or Pygments.
         results = parse_all(source, hashes, NO_CACHE, self.jobs, self._parsed, kept=True)
         self._parsed = {(path, hashes[path]): results[path] for path in hashes}
-        self._digests = hashes
         # a file that did not validate is read again each time: its cross-file checks need its bytes
         self._sigs = {path: source.signatures.get(path) or known[path] for path in hashes
                       if results[path][0] is not None and (path in source.signatures or path in known)}
