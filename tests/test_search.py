@@ -216,6 +216,27 @@ def test_word_forms_stem_together_and_one_typo_is_forgiven() -> None:
     assert edit1("bucket", "bocket") and not edit1("bucket", "bucket") and not edit1("bucket", "bkcuet")
 
 
+def test_the_identifier_candidates_are_every_token_that_can_hold_one() -> None:
+    """doc_terms looks for identifiers only in the tokens IDENTIFIER_CANDIDATE_RE finds: on
+    random text over the characters that decide it, those are exactly the whole TOKEN_RE runs
+    with a character of `_.:/=-`, a digit or a camelCase hump, and no other run yields an
+    identifier term."""
+    import random
+
+    from generator.core.entrytext import TOKEN_RE
+    from generator.core.searchterms import IDENTIFIER_CANDIDATE_RE, identifier_terms
+
+    rnd = random.Random(7)
+    alphabet = "aZbYc_.:/=-09 \n,()"
+    for _ in range(20_000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 40)))
+        runs = TOKEN_RE.findall(text)
+        expected = [t for t in runs if re.search(r"[_.:/=\-0-9]|[a-z][A-Z]", t)]
+        assert IDENTIFIER_CANDIDATE_RE.findall(text) == expected, text
+        assert not any(identifier_terms(t) for t in runs if t not in expected), text
+    assert IDENTIFIER_CANDIDATE_RE.findall("see torch.cuda.OutOfMemoryError and getRank, not Hello") == ["torch.cuda.OutOfMemoryError", "getRank"]
+
+
 def test_prefixes_synonyms_and_typos_find_entries(run_cli, entries: Path) -> None:
     (entries / "synonyms.yaml").write_text("synonyms:\n  - words: [stall, watchdog]\n  - words: [oom, out of memory]\n")
     assert _slugs(run_cli, entries, "watchd")[0] == "nccl-hang"  # a word being typed

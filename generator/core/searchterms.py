@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from .entrytext import CAMEL_RE, TOKEN_RE
 
-__all__ = ["ALNUM_RE", "MAX_IDENTIFIER", "STOP", "WORD_RE", "clean_token", "edit1", "identifier_of", "identifier_variants", "identifiers", "is_identifier", "member_terms", "phrase_term", "stem", "words_of"]
+__all__ = ["ALNUM_RE", "IDENTIFIER_CANDIDATE_RE", "MAX_IDENTIFIER", "STOP", "WORD_RE", "clean_token", "edit1", "identifier_of", "identifier_terms", "identifier_variants", "identifiers", "is_identifier", "member_terms", "phrase_term", "stem", "words_of"]
 
 MAX_IDENTIFIER = 80
 
@@ -68,6 +68,20 @@ def identifier_of(token: str) -> str:
         return ""
     token = clean_token(token)
     return token if is_identifier(token) else ""
+
+
+# The raw tokens (TOKEN_RE runs) that may hold an identifier: those with a character of
+# `_.:/=-`, a digit or a camelCase hump (is_identifier needs one). A whole run or nothing: the
+# lookbehind starts a match only where a run starts, and the repeats reach its ends.
+IDENTIFIER_CANDIDATE_RE = re.compile(r"(?<![A-Za-z0-9_.:/=\-])[A-Za-z0-9_.:/=\-]*?(?:[_.:/=\-0-9]|[a-z][A-Z])[A-Za-z0-9_.:/=\-]*")
+
+
+@lru_cache(maxsize=1 << 17)
+def identifier_terms(token: str) -> tuple[str, ...]:
+    """The index terms a raw token adds beside its words: '=' + each form of its identifier
+    that is not a plain word (none for a token that holds no identifier)."""
+    ident = identifier_of(token)
+    return tuple("=" + v for v in identifier_variants(ident) if not v.isalnum()) if ident else ()
 
 
 @lru_cache(maxsize=1 << 16)
@@ -137,7 +151,7 @@ def stem(word: str) -> str:
 
 def words_of(text: str) -> list[str]:
     """The stemmed words of a text, in order."""
-    return [stem(w) for w in WORD_RE.findall(text.lower())]
+    return list(map(stem, WORD_RE.findall(text.lower())))
 
 
 def edit1(a: str, b: str) -> bool:

@@ -42,7 +42,7 @@ from ..core.parallel import checkpoint
 from ..core.patterns import MAX_LINE, compile_pattern
 from ..core.problems import FailpediaError
 from ..core.searchterms import (
-    ALNUM_RE, STOP, WORD_RE, clean_token, edit1, identifier_of, identifier_variants, identifiers, is_identifier, member_terms, phrase_term, stem, words_of,
+    ALNUM_RE, IDENTIFIER_CANDIDATE_RE, STOP, WORD_RE, clean_token, edit1, identifier_of, identifier_terms, identifier_variants, identifiers, is_identifier, member_terms, phrase_term, stem, words_of,
 )
 
 __all__ = [
@@ -239,38 +239,38 @@ TYPO_MIN = 5  # letters a word needs before a typo in it is forgiven
 def doc_terms(fields: dict[str, list[str]], synonyms: Synonyms) -> dict[str, int]:
     """One entry's terms → its weight for each (field-weighted, saturating, titles by coverage)."""
     out: dict[str, float] = {}
+    get = out.get
     for f in FIELDS:
         text = "\n".join(fields[f])  # no token spans a newline
         seq = words_of(text)
         counts: Counter[str] = Counter(seq)
-        for token, n in Counter(TOKEN_RE.findall(text)).items():
-            ident = identifier_of(token)
-            if ident:
-                for variant in identifier_variants(ident):
-                    if not variant.isalnum():
-                        counts["=" + variant] += n
+        for token, n in Counter(IDENTIFIER_CANDIDATE_RE.findall(text)).items():
+            for term in identifier_terms(token):
+                counts[term] += n
         groups, covered = synonyms.in_words(seq)
-        for t, n in list(counts.items()):
-            g = synonyms.words.get(t)
-            if g:
-                groups[g] += n
-                covered[g] += n
-        covered.update(seq)  # each word covers itself
+        if synonyms.words and not synonyms.words.keys().isdisjoint(counts):
+            for t, n in list(counts.items()):
+                g = synonyms.words.get(t)
+                if g:
+                    groups[g] += n
+                    covered[g] += n
         for t, n in groups.items():
             counts[t] += n
-        length = max(len(seq), 1)
-        # An entry's first tag names what it is about ('oom' for cuda-out-of-memory, 'ddp' for
-        # ddp-oom-during-allreduce): a term there counts more than one in a later tag.
-        first_tag = set(doc_terms({**{k: [] for k in FIELDS}, "title": fields[f][:1]}, synonyms)) if f == "tags" and fields[f] else set()
-        for t, n in counts.items():
-            if not n:
-                continue
-            value = n / (n + 1.0)
-            if f == "title":
-                value = 0.25 + 0.75 * min(1.0, covered[t] / length)
-            elif f == "tags":
-                value = TAG_FIRST if t in first_tag else TAG_OTHER
-            out[t] = out.get(t, 0.0) + WEIGHTS[f] * value
+        weight = WEIGHTS[f]
+        if f == "title":
+            covered.update(seq)  # each word covers itself
+            length = max(len(seq), 1)
+            for t, n in counts.items():
+                out[t] = get(t, 0.0) + weight * (0.25 + 0.75 * min(1.0, covered[t] / length))
+        elif f == "tags":
+            # An entry's first tag names what it is about ('oom' for cuda-out-of-memory, 'ddp' for
+            # ddp-oom-during-allreduce): a term there counts more than one in a later tag.
+            first_tag = set(doc_terms({**{k: [] for k in FIELDS}, "title": fields[f][:1]}, synonyms)) if fields[f] else set()
+            for t in counts:
+                out[t] = get(t, 0.0) + weight * (TAG_FIRST if t in first_tag else TAG_OTHER)
+        else:  # saturating: a second mention adds less than the first
+            for t, n in counts.items():
+                out[t] = get(t, 0.0) + weight * (n / (n + 1.0))
     return {t: round(100 * v) for t, v in out.items()}
 
 
