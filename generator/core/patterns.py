@@ -30,6 +30,7 @@ _ASSERT_ESCAPES = set("bB")
 _SIMPLE_ESCAPES = set("tnrfv0")
 _PUNCT = set(r"\.^$|?*+()[]{}/-_:;,'\"!@#%&=<>~`")
 _MAX_UNBOUNDED = 12
+_SET_OPERATORS = ("--", "&&", "~~", "||")  # in a class, Python warns that these will mean set operations
 _MAX_WILD = 2  # unbounded repeats of '.', \S, \W, \D or [^...]: the source of polynomial blow-ups
 
 
@@ -226,15 +227,18 @@ def plain_number(text: str | None) -> TypeGuard[str]:
 
 def check_pattern(text: str) -> str | None:
     """None when `text` is in the portable, backtracking-safe subset; otherwise why not."""
-    if any(ord(ch) > 0x7E or (ord(ch) < 0x20) for ch in text):
+    if not (text.isascii() and text.isprintable()):  # printable ASCII: ' ' to '~'
         return "use printable ASCII only (escape anything else, e.g. '\\x27')"
     try:
         _Parser(text).parse()
     except _Bad as e:
         return str(e)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # '--', '&&', '~~' or '||' in a class: set operations to come
+        if any(twice in text for twice in _SET_OPERATORS):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # '--', '&&', '~~' or '||' in a class: set operations to come
+                re.compile(text, re.ASCII)
+        else:
             re.compile(text, re.ASCII)
     except re.error as e:
         return f"not a valid regular expression: {e}"
@@ -543,6 +547,10 @@ class _CoverParser(_Reader):
         options: list[list[str]] = []
         run = ""
         while self.peek() and self.peek() not in "|)":
+            plain = _LITERAL_RUN.match(self.s, self.i)
+            if plain and plain.end() - self.i > 1:  # plain characters but the last (it may be repeated) join the run
+                run += self.s[self.i : plain.end() - 1]
+                self.i = plain.end() - 1
             char, cover = self.atom()
             least = self.quantifier_min()
             if char is not None and least >= 1:
