@@ -7,11 +7,16 @@
 For each size it times, each the median of --repeat runs (peak RSS of the child too):
 cold full build (--no-cache --no-search), no-op rebuild, rebuild after one entry changed (in a
 fresh process, and through the build server: `build --server`, each edit 2 s after the last build), after
-the tag registry changed, after a template changed, a cold build with search, the search
-indexing step alone, Hugo building the same entries converted to Markdown pages with a tags
+the tag registry changed, after a template changed, a cold build with search, one entry changed
+in a build with search (the default), the search indexing step alone, Hugo building the same entries converted to Markdown pages with a tags
 taxonomy, and Hugo followed by Pagefind (`pagefind` on the PATH: `npm install pagefind`) over
 Hugo's pages, alternating with our cold build with search. Ratios against Hugo are printed,
 since they hold on a noisy shared machine where seconds do not.
+
+`--drop-caches` (root on Linux): drop the page cache before each cold build of either tool. On
+these virtual machines the kernel time of writing a site grows with every site written and
+deleted since the page cache was last dropped (1 s, then 2, 3, 4.5 s of a 1,000-entry build),
+so without it the later runs of a long benchmark are slower than the first, whichever tool.
 """
 
 from __future__ import annotations
@@ -47,6 +52,16 @@ def measure(cmd: list[str], cwd: Path | None = None) -> tuple[float, float]:
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"command failed: {' '.join(cmd)}\n{err[-2000:]}")
     return elapsed, usage.ru_maxrss / 1024
+
+
+DROP_CACHES = False  # --drop-caches
+
+
+def fresh() -> None:
+    """Before a cold build (--drop-caches): write back and drop the page cache."""
+    if DROP_CACHES:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("1\n")
 
 
 def _median(runs: list[tuple[float, float]]) -> tuple[float, float]:
@@ -115,6 +130,7 @@ def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool, search_repe
         # files to our time only).
         clear_cache()
         shutil.rmtree(site, ignore_errors=True)
+        fresh()
 
     # Hugo and the cold build alternate, so each ratio compares two runs made seconds apart.
     hugo_out = work / "hugo-public"
@@ -126,6 +142,7 @@ def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool, search_repe
         theirs = None
         if hugo:
             shutil.rmtree(hugo_out, ignore_errors=True)
+            fresh()
             theirs = measure(hugo)
         start_cold()
         pairs.append((measure(base + ["--no-cache"], REPO), theirs))
@@ -187,15 +204,22 @@ def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool, search_repe
         theirs = None
         if hugo and pagefind:
             shutil.rmtree(hugo_out, ignore_errors=True)
+            fresh()
             h = measure(hugo)
             f = measure([pagefind, "--site", str(hugo_out)])
             theirs = (h[0] + f[0], max(h[1], f[1]))
         shutil.rmtree(searched, ignore_errors=True)
+        fresh()
         published.append((measure(with_search, REPO), theirs))
     results["cold build with search"] = _median([c for c, _ in published])
     if any(t for _, t in published):
         results["hugo + pagefind"] = _median([t for _, t in published if t])
         print("  with search / hugo + pagefind per pair: " + ", ".join(f"{c[0] / t[0]:.2f}" for c, t in published if t), file=sys.stderr)
+    # The default `failpedia build` keeps the search index: one entry changed, with it.
+    indexed = [a for a in base if a != "--no-search"]
+    indexed[indexed.index(str(site))], indexed[indexed.index(str(cache))] = str(searched), str(work / "cache-search")
+    measure(indexed, REPO)  # fill its cache
+    results["one entry changed, with search"] = median_of(search_repeat, touch_entry, indexed, REPO)
     results["search indexing alone"] = median_of(
         search_repeat, None,
         [PY, "-c", "from pathlib import Path; from generator.site.build import load_catalog; from generator.search.files import search_files; "
@@ -211,7 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--search-repeat", type=int, default=1, help="runs of the two search steps (minutes each at 10,000); 0 skips them")
     p.add_argument("--skip-hugo", action="store_true")
     p.add_argument("--workdir", type=Path, default=None)
+    p.add_argument("--drop-caches", action="store_true", help="drop the page cache before each cold build of either tool (root, Linux)")
     args = p.parse_args(argv)
+    global DROP_CACHES
+    DROP_CACHES = args.drop_caches
+    if DROP_CACHES and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
+        p.error("--drop-caches needs root on Linux (/proc/sys/vm/drop_caches)")
     work = args.workdir or Path(tempfile.mkdtemp(prefix="failpedia-bench-"))
     print(f"cores: {os.cpu_count()}; work dir: {work}", file=sys.stderr)
     # The generator as installed: pip writes bytecode for what it installs, but an editable
