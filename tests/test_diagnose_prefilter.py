@@ -157,3 +157,27 @@ def test_the_line_filter_finds_every_line_the_pattern_matches_among_joined_lines
                 at = sum(len(x) + 1 for x in around[:k])
                 found = q.search(joined, at)
                 assert found is not None and found.start() <= at + len(line), (fp["pattern"], line, around)
+
+
+def test_the_literal_cover_takes_plain_runs_as_one_character_at_a_time_would(monkeypatch) -> None:
+    """required_literals reads a run of plain characters at once; with that shortcut turned off
+    (no run is plain), the covers of 20,000 random checked patterns are the same, and every line
+    a pattern matches holds one of its literals."""
+    import generator.core.patterns as patterns
+
+    rnd = random.Random(11)
+    alphabet = "abcab(|)?*+.[]^-\\d{1,2}$ x:"
+    checked = []
+    while len(checked) < 20_000:
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 16)))
+        if check_pattern(text) is None:
+            checked.append(text)
+    fast = [patterns._CoverParser(p).alternation() for p in checked]
+    monkeypatch.setattr(patterns, "_LITERAL_RUN", re.compile(r"(?!)"))
+    assert fast == [patterns._CoverParser(p).alternation() for p in checked]
+    assert sum(1 for c in fast if c) > 3_000  # a fair share of them have a cover to compare
+    lines = ["".join(rnd.choice("abcx: -1") for _ in range(rnd.randint(0, 12))) for _ in range(300)]
+    for p, cover in zip(checked[:3_000], fast):
+        for line in lines:
+            if cover and re.search(p, line, re.ASCII):
+                assert any(lit in line for lit in cover), (p, line, cover)
