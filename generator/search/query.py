@@ -42,7 +42,7 @@ from ..core.parallel import checkpoint
 from ..core.patterns import MAX_LINE, compile_pattern
 from ..core.problems import FailpediaError
 from ..core.searchterms import (
-    ALNUM_RE, IDENTIFIER_CANDIDATE_RE, STOP, WORD_RE, clean_token, edit1, identifier_of, identifier_terms, identifier_variants, identifiers, is_identifier, member_terms, phrase_term, stem, words_of,
+    ALNUM_RE, IDENTIFIER_CANDIDATE_RE, STOP, WORD_RE, clean_token, edit1, identifier_terms, identifier_variants, identifiers, is_identifier, member_terms, phrase_term, stem, words_of,
 )
 
 __all__ = [
