@@ -676,3 +676,77 @@ def test_an_entry_travels_pickled_and_is_loaded_only_when_asked(project) -> None
     assert lazy.elsewhere and not calls  # nothing read until a page asks
     assert lazy.entry == parsed.body.entry and calls == [1]
     assert not Body(parsed.body.entry).elsewhere and Body(parsed.body.entry).fragments is None
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_the_search_index_a_build_server_patches_is_a_cold_builds(project, change, monkeypatch) -> None:
+    """A process that builds again (the build server, `Warm`) patches the search index it made
+    last where the changed entries' terms changed (SearchIndex.patched); after every kind of
+    change the site, search/ included, is a cold build's. An edit of an entry's text patches:
+    SearchIndex.build is not called."""
+    from generator.search.query import SearchIndex
+    from generator.site.build import Warm
+
+    warm = Warm()
+
+    def again():
+        build(project["entries"], project["site"], CONFIG, project["templates"], cache_dir=project["cache"], jobs=1, warm=warm)
+        warm.settle()
+
+    again()
+    made: list[int] = []
+    real = SearchIndex.build.__func__
+    monkeypatch.setattr(SearchIndex, "build", classmethod(lambda cls, *a, **k: made.append(1) or real(cls, *a, **k)))
+    CHANGES[change](project)
+    again()
+    if change in ("entry text", "entry title (shown on linked pages)", "entry tags", "entry links (similar entries change)"):
+        assert made == []
+    build(project["entries"], project["cold"], CONFIG, project["templates"], cache_dir=None, jobs=1)
+    assert tree_digest(project["site"]) == tree_digest(project["cold"])
+
+
+def test_a_patched_search_index_equals_one_made_from_every_entry() -> None:
+    """SearchIndex.patched against SearchIndex.build on the real entries: 12 rounds of random
+    changes to a few entries' terms (terms dropped, added, new to the index, reweighted; a term's
+    last posting removed), each patch applied to the last patched index, which stays unchanged;
+    and its files (index_sources, which keeps the text of a chunk whose terms and postings lists
+    are the last index's) are those of the index made anew."""
+    import random
+
+    from generator.search.files import index_files, index_sources
+    from generator.search.query import SearchIndex, doc_terms, entry_texts, Synonyms
+    from generator.site.build import load_catalog
+
+    catalog = load_catalog(Path(__file__).resolve().parent.parent / "entries")
+    synonyms = Synonyms.of(catalog.synonyms)
+    slugs = sorted(catalog.records)
+    docs = [doc_terms(entry_texts(catalog.records[s], catalog), synonyms) for s in slugs]
+    ids = {s: i for i, s in enumerate(slugs)}
+    index = SearchIndex.build(catalog, per_entry=lambda s: docs[ids[s]])
+    sources, kept_texts = index_sources(index), 0
+    rnd = random.Random(5)
+    vocabulary = sorted(index.terms)
+    for round_ in range(12):
+        changes = {}
+        for doc in rnd.sample(range(len(slugs)), rnd.randint(1, 4)):
+            before = docs[doc]
+            after = {t: w for t, w in before.items() if rnd.random() > 0.1}
+            for t in rnd.sample(sorted(after), min(3, len(after))):
+                after[t] = rnd.randint(1, 3000)
+            for t in rnd.sample(vocabulary, 3):
+                after[t] = rnd.randint(1, 3000)
+            after[f"zz{round_}x{doc}"] = 7
+            changes[doc] = (before, after)
+            docs[doc] = after
+        kept = [(t, i, tuple(p)) for t, (i, p) in index.terms.items()]
+        patched = SearchIndex.patched(catalog, slugs, index.terms, changes)
+        assert [(t, i, tuple(p)) for t, (i, p) in index.terms.items()] == kept  # the last index is left as it was
+        made = SearchIndex.build(catalog, per_entry=lambda s: docs[ids[s]])
+        assert list(patched.terms.items()) == list(made.terms.items()) and patched.vocab == made.vocab
+        after = index_sources(patched, sources)  # the files, texts kept where their chunk is unchanged
+        assert [(path, text) for path, text, _ in after] == index_files(made)
+        kept_texts += sum(1 for (path, text, _), (_, was, _) in zip(after, sources) if path.startswith("search/p/") and text is was)
+        index, sources = patched, after
+    assert kept_texts > 4  # the reuse was exercised (these random edits touch terms in most chunks)
+    with pytest.raises(LookupError):
+        SearchIndex.patched(catalog, slugs, index.terms, {0: ({"no-such-term": 1}, {})})

@@ -95,6 +95,14 @@ class Catalog:
             return self.memo.each(name, inputs, compute, jobs)
         return run_parallel(compute, list(inputs), jobs=jobs)
 
+    def derived_from_last(self, name: str, compute: Callable[[Any], T]) -> T:
+        """`compute(last)`, where `last` is what the previous build in this process returned for
+        `name` (None in a fresh process, or without a memo); the result is held for the next.
+        Held in memory only: a store that saves to disk leaves it out (see Memo.HELD)."""
+        if self.memo is None:
+            return compute(None)
+        return self.memo.carried(name, compute)
+
     def resolve_tag(self, spelling: str) -> str | None:
         return self.aliases.get(normalize_tag(spelling))
 
@@ -243,6 +251,14 @@ class Memo:
             return cast(T, known[1])  # stored by this name's compute
         value = compute()
         self.store[name] = (key, value)
+        return value
+
+    HELD = "held: "  # the names of values kept in memory from one build to the next, never saved
+
+    def carried(self, name: str, compute: Callable[[Any], T]) -> T:
+        """`compute(the value the last build held under name, or None)`, held for the next."""
+        value = compute(self.store.get(self.HELD + name))
+        self.store[self.HELD + name] = value
         return value
 
     def each(self, name: str, inputs: Mapping[str, Hashable], compute: Callable[[str], T], jobs: int | None = 1) -> list[T]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
@@ -31,7 +32,7 @@ from .query import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, SLA
                      doc_terms, entry_texts)
 from ..core.searchterms import STOP
 
-__all__ = ["PAIRS_ON_SEARCH_PAGE", "PAIR_MIN", "TagPair", "build_index", "fingerprint_files", "search_files", "search_files_key", "shard_of", "tag_pairs"]
+__all__ = ["PAIRS_ON_SEARCH_PAGE", "PAIR_MIN", "TagPair", "build_index", "fingerprint_files", "index_files", "index_sources", "search_files", "search_files_key", "shard_of", "tag_pairs"]
 
 PAIR_MIN = 3  # a tag pair gets its own page when at least this many entries carry both tags
 PAIRS_ON_SEARCH_PAGE = 24  # the most shared; every pair is linked from both of its tags' pages
@@ -99,6 +100,7 @@ def _anchors(cover: tuple[str, ...]) -> list[str] | None:
     return sorted(set(out))
 
 
+TERMS = "search terms"  # each entry's terms, in the catalog's memo
 CHUNK_POSTINGS = 4000  # postings per chunk file, roughly (a common term has a chunk of its own)
 EXCERPT_CHARS = 4000  # of an entry's text kept for the excerpts a result shows
 
@@ -129,12 +131,34 @@ def search_files_key(catalog: Catalog, fingerprints: str) -> str:
 
 def build_index(catalog: Catalog, jobs: int | None = 1) -> SearchIndex:
     """The search index, each entry's terms kept from the previous build while its inputs are
-    unchanged; the others made in up to `jobs` workers."""
+    unchanged; the others made in up to `jobs` workers. After an edit, in a process that made
+    the last index (the build server, the dev server), that index is patched where the edited
+    entries' terms changed instead of being made again from every entry's terms."""
     synonyms = Synonyms.of(catalog.synonyms)
     inputs = _terms_inputs(catalog)
-    terms = catalog.derived_each("search terms", inputs, lambda slug: doc_terms(entry_texts(catalog.records[slug], catalog), synonyms), jobs)
+    known = catalog.memo.store.get(TERMS) if catalog.memo is not None else None  # each entry's (inputs, terms) of the last build
+    terms = catalog.derived_each(TERMS, inputs, lambda slug: doc_terms(entry_texts(catalog.records[slug], catalog), synonyms), jobs)
     by_slug = dict(zip(inputs, terms))
-    return SearchIndex.build(catalog, per_entry=by_slug.__getitem__)
+
+    def make(last: Any) -> tuple[list[str], dict[str, Hashable], dict[str, tuple[int, list[tuple[int, int]]]], dict[str, list[str]]]:
+        """(doc ids' slugs, each entry's inputs, the index's terms and vocabulary): held for the
+        next build without the catalog the index refers to."""
+        slugs = sorted(inputs)
+        index = None
+        if isinstance(last, tuple) and isinstance(known, dict) and last[0] == slugs and all(
+            s in known and known[s][0] == key for s, key in last[1].items()
+        ):  # the last index was made from the terms the memo holds
+            changes = {doc: (known[s][1], by_slug[s]) for doc, s in enumerate(slugs) if inputs[s] != last[1][s]}
+            if len(changes) <= max(8, len(slugs) // 8):  # more (a synonyms edit changes them all): made anew
+                try:
+                    index = SearchIndex.patched(catalog, slugs, last[2], changes)
+                except LookupError:  # a posting the last index should hold is not there: made anew
+                    pass
+        index = index or SearchIndex.build(catalog, per_entry=by_slug.__getitem__)
+        return slugs, dict(inputs), index.terms, index.vocab
+
+    slugs, _, held, vocab = catalog.derived_from_last("search index", make)
+    return SearchIndex(catalog, synonyms, slugs, held, vocab)
 
 
 def _plain(text: str) -> str:
@@ -166,28 +190,49 @@ def _postings(p: list[tuple[int, int]]) -> list[int]:
     return out
 
 
-def index_files(index: SearchIndex) -> list[tuple[str, str]]:
+def index_files(index: SearchIndex, last: Any = None) -> list[tuple[str, str]]:
     """search/v/<key>.json (a vocabulary shard: its terms, their idf and chunk) and
-    search/p/<n>.json (the postings of a run of terms, in term order)."""
+    search/p/<n>.json (the postings of a run of terms, in term order). `last`: what
+    `index_sources` returned for the index this one was patched from (SearchIndex.patched keeps
+    the postings list of every term it did not touch): a chunk of the same terms with the same
+    postings lists, or a shard of the same content, keeps its text."""
+    return [(path, text) for path, text, _ in index_sources(index, last)]
+
+
+def index_sources(index: SearchIndex, last: Any = None) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """index_files' files, each with what it was made from: the `last` of the next index's."""
+    made_from = {path: (text, source) for path, text, source in last} if isinstance(last, list) else {}
     chunk_of: dict[str, int] = {}
-    chunks: list[dict[str, list[int]]] = [{}]
+    chunks: list[list[str]] = [[]]
     size = 0
     for n, (term, (_, p)) in enumerate(index.terms.items()):
         if n % 1024 == 0:
             checkpoint()
         if size and size + len(p) > CHUNK_POSTINGS:
-            chunks.append({})
+            chunks.append([])
             size = 0
-        chunks[-1][term] = _postings(p)
+        chunks[-1].append(term)
         chunk_of[term] = len(chunks) - 1
         size += len(p)
-    files = []
+    files: list[tuple[str, str, tuple[Any, ...]]] = []
     for i, c in enumerate(chunks):
         checkpoint()
         if c:
-            files.append((f"search/p/{i}.json", _json(c)))
+            path = f"search/p/{i}.json"
+            lists = tuple(index.terms[t][1] for t in c)
+            text, before = made_from.get(path, ("", ()))
+            if before and before[0] == tuple(c) and all(a is b for a, b in zip(before[1], lists)):
+                files.append((path, text, before))
+            else:
+                files.append((path, _json({t: _postings(p) for t, p in zip(c, lists)}), (tuple(c), lists)))
     for key, terms in sorted(index.vocab.items()):
-        files.append((f"search/v/{key}.json", _json({"t": terms, "f": [index.terms[t][0] for t in terms], "c": [chunk_of[t] for t in terms]})))
+        shard = {"t": terms, "f": [index.terms[t][0] for t in terms], "c": [chunk_of[t] for t in terms]}
+        path = f"search/v/{key}.json"
+        text, before = made_from.get(path, ("", ()))
+        if before and before[0] == shard:
+            files.append((path, text, before))
+        else:
+            files.append((path, _json(shard), (shard,)))
     return files
 
 
@@ -245,7 +290,9 @@ def search_files(catalog: Catalog, index: SearchIndex | None = None, fingerprint
         "cat": [cat_ids.get(catalog.records[s].category, -1) for s in index.slugs],
         "tags": [[tag_ids[t] for t in catalog.records[s].tags] for s in index.slugs],
     }
-    files = [("search/meta.json", _json(meta)), ("search/docs.json", _json(docs)), *fp_files, *index_files(index)]
+    # After an edit, in a process that made the last index: the chunks and shards it left alone keep their text.
+    made = catalog.derived_from_last("search index files", lambda last: index_sources(index, last))
+    files = [("search/meta.json", _json(meta)), ("search/docs.json", _json(docs)), *fp_files, *((path, text) for path, text, _ in made)]
     texts = catalog.derived_each("search doc files", {s: (catalog.records[s].head.text_key, catalog.records[s].head.title, catalog.records[s].head.summary,
                                                           catalog.records[s].tags, _category_title(catalog, s)) for s in index.slugs},
                                  lambda slug: _doc_file(catalog, slug), jobs)

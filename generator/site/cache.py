@@ -226,7 +226,11 @@ class MemoFiles(MutableMapping[str, Any]):
         return len(self._values)
 
     def save(self) -> None:
+        from ..core.catalog import Memo
+
         for name in sorted(self._dirty):
+            if name.startswith(Memo.HELD):  # held in memory for a next build in this process only
+                continue
             data = {"format": code_version(), "name": name, "value": self._values[name]}
             _write_signed(self._path(name), self.key, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
         self._dirty.clear()
