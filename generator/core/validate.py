@@ -149,8 +149,9 @@ class Body:
 
     The one shape an entry travels in between the stages. A parse worker sends it back pickled
     and the parent keeps the bytes; the build cache stores them and hands them back through a
-    callable that reads them; a rebuild unpickles only the entries whose pages it renders. The few most recently unpickled are kept (`_unpickle`): a page asks several
-    times, but a worker rendering thousands of pages must not keep them all."""
+    callable that reads them; a rebuild unpickles only the entries whose pages it renders. The
+    few most recently unpickled are kept (`_unpickle`): a page asks several times, but a worker
+    rendering thousands of pages must not keep them all."""
 
     __slots__ = ("_held", "_pickle")
 
