@@ -261,11 +261,15 @@ class Memo:
         self.store[self.HELD + name] = value
         return value
 
+    def kept(self, name: str) -> dict[str, tuple[Hashable, Any]]:
+        """What `each` stored under `name` in the last build: k → (its inputs, its result)."""
+        known = self.store.get(name)
+        return known if isinstance(known, dict) else {}
+
     def each(self, name: str, inputs: Mapping[str, Hashable], compute: Callable[[str], T], jobs: int | None = 1) -> list[T]:
         """`compute(k)` for every k of `inputs` (k → what compute(k) reads), in order, reusing the
         previous build's result for each k whose inputs are equal; the others in up to `jobs` workers."""
-        known = self.store.get(name)
-        old = known if isinstance(known, dict) else {}
+        old = self.kept(name)
         misses = [k for k, key in inputs.items() if k not in old or old[k][0] != key]
         made = dict(zip(misses, run_parallel(compute, misses, jobs=jobs)))
         new: dict[str, tuple[Hashable, T]] = {k: (key, made[k]) if k in made else old[k] for k, key in inputs.items()}

@@ -136,29 +136,38 @@ def build_index(catalog: Catalog, jobs: int | None = 1) -> SearchIndex:
     entries' terms changed instead of being made again from every entry's terms."""
     synonyms = Synonyms.of(catalog.synonyms)
     inputs = _terms_inputs(catalog)
-    known = catalog.memo.store.get(TERMS) if catalog.memo is not None else None  # each entry's (inputs, terms) of the last build
+    known = catalog.memo.kept(TERMS) if catalog.memo is not None else {}  # each entry's (inputs, terms) of the last build
     terms = catalog.derived_each(TERMS, inputs, lambda slug: doc_terms(entry_texts(catalog.records[slug], catalog), synonyms), jobs)
     by_slug = dict(zip(inputs, terms))
+    slugs = sorted(inputs)
 
     def make(last: Any) -> tuple[list[str], dict[str, Hashable], dict[str, tuple[int, list[tuple[int, int]]]], dict[str, list[str]]]:
         """(doc ids' slugs, each entry's inputs, the index's terms and vocabulary): held for the
         next build without the catalog the index refers to."""
-        slugs = sorted(inputs)
+        changes = _changes_since(last, known, inputs, by_slug, slugs)
         index = None
-        if isinstance(last, tuple) and isinstance(known, dict) and last[0] == slugs and all(
-            s in known and known[s][0] == key for s, key in last[1].items()
-        ):  # the last index was made from the terms the memo holds
-            changes = {doc: (known[s][1], by_slug[s]) for doc, s in enumerate(slugs) if inputs[s] != last[1][s]}
-            if len(changes) <= max(8, len(slugs) // 8):  # more (a synonyms edit changes them all): made anew
-                try:
-                    index = SearchIndex.patched(catalog, slugs, last[2], changes)
-                except LookupError:  # a posting the last index should hold is not there: made anew
-                    pass
+        if changes is not None:
+            try:
+                index = SearchIndex.patched(catalog, slugs, last[2], changes)
+            except LookupError:  # a posting the last index should hold is not there: made anew
+                pass
         index = index or SearchIndex.build(catalog, per_entry=by_slug.__getitem__)
         return slugs, dict(inputs), index.terms, index.vocab
 
-    slugs, _, held, vocab = catalog.derived_from_last("search index", make)
+    _, _, held, vocab = catalog.derived_from_last("search index", make)
     return SearchIndex(catalog, synonyms, slugs, held, vocab)
+
+
+def _changes_since(last: Any, known: dict[str, tuple[Hashable, Any]], inputs: dict[str, Hashable], now: dict[str, dict[str, int]],
+                   slugs: list[str]) -> dict[int, tuple[dict[str, int], dict[str, int]]] | None:
+    """What SearchIndex.patched needs to bring the held index `last` up to date (doc id → its
+    terms then and now), or None where it must be made anew: no index held, other slugs (the
+    doc ids moved), terms in the memo that are not the ones it was made from, or too many
+    changes (a synonyms edit changes every entry's inputs)."""
+    if not (isinstance(last, tuple) and last[0] == slugs and all(s in known and known[s][0] == key for s, key in last[1].items())):
+        return None
+    changes = {doc: (known[s][1], now[s]) for doc, s in enumerate(slugs) if inputs[s] != last[1][s]}
+    return changes if len(changes) <= max(8, len(slugs) // 8) else None
 
 
 def _plain(text: str) -> str:
@@ -190,17 +199,17 @@ def _postings(p: list[tuple[int, int]]) -> list[int]:
     return out
 
 
-def index_files(index: SearchIndex, last: Any = None) -> list[tuple[str, str]]:
+def index_files(index: SearchIndex) -> list[tuple[str, str]]:
     """search/v/<key>.json (a vocabulary shard: its terms, their idf and chunk) and
-    search/p/<n>.json (the postings of a run of terms, in term order). `last`: what
-    `index_sources` returned for the index this one was patched from (SearchIndex.patched keeps
-    the postings list of every term it did not touch): a chunk of the same terms with the same
-    postings lists, or a shard of the same content, keeps its text."""
-    return [(path, text) for path, text, _ in index_sources(index, last)]
+    search/p/<n>.json (the postings of a run of terms, in term order)."""
+    return [(path, text) for path, text, _ in index_sources(index)]
 
 
 def index_sources(index: SearchIndex, last: Any = None) -> list[tuple[str, str, tuple[Any, ...]]]:
-    """index_files' files, each with what it was made from: the `last` of the next index's."""
+    """index_files' files, each with what it was made from. `last`: what this returned for the
+    index this one was patched from (SearchIndex.patched keeps the postings list of every term
+    it did not touch): a chunk of the same terms with the same postings lists, or a shard of
+    the same content, keeps its text."""
     made_from = {path: (text, source) for path, text, source in last} if isinstance(last, list) else {}
     chunk_of: dict[str, int] = {}
     chunks: list[list[str]] = [[]]

@@ -322,27 +322,24 @@ class SearchIndex:
         n = len(slugs)
         out = dict(terms)
         fresh: set[str] = set()  # terms whose postings are this index's own copy
+
+        def own(t: str) -> list[tuple[int, int]]:
+            if t not in fresh:
+                out[t] = (0, list(out[t][1]) if t in out else [])
+                fresh.add(t)
+            return out[t][1]
+
         for doc, (before, after) in sorted(changes.items()):
             for t, w in before.items():
-                if after.get(t) == w:
-                    continue
-                if t not in fresh:
-                    if t not in out:
-                        raise LookupError(f"the index has no term {t!r}")
-                    out[t] = (0, list(out[t][1]))
-                    fresh.add(t)
-                p = out[t][1]
-                i = bisect_left(p, (doc,))
-                if i == len(p) or p[i] != (doc, w):
-                    raise LookupError(f"the index has no posting of {doc} for {t!r}")
-                del p[i]
+                if after.get(t) != w:
+                    p = own(t)
+                    i = bisect_left(p, (doc,))
+                    if i == len(p) or p[i] != (doc, w):
+                        raise LookupError(f"the index has no posting of {doc} for {t!r}")
+                    del p[i]
             for t, w in after.items():
-                if before.get(t) == w:
-                    continue
-                if t not in fresh:
-                    out[t] = (0, list(out[t][1]) if t in out else [])
-                    fresh.add(t)
-                insort(out[t][1], (doc, w))
+                if before.get(t) != w:
+                    insort(own(t), (doc, w))
         for t in fresh:
             p = out[t][1]
             if p:

@@ -186,6 +186,13 @@ def _unpickle(payload: bytes | None) -> Any:
         return None
 
 
+def _held(name: str) -> bool:
+    """A value held in memory for a next build in this process only (catalog.Memo.carried)."""
+    from ..core.catalog import Memo
+
+    return name.startswith(Memo.HELD)
+
+
 class MemoFiles(MutableMapping[str, Any]):
     """catalog.Memo's store: one signed file per name (`memo-<name>.pickle`), read when a build
     first asks for that name and written only when it was set: a summary edit rewrites the two
@@ -202,7 +209,7 @@ class MemoFiles(MutableMapping[str, Any]):
 
     def __getitem__(self, name: str) -> Any:
         if name not in self._values:
-            if name in self._missing:
+            if name in self._missing or _held(name):
                 raise KeyError(name)
             data = _unpickle(_read_signed(self._path(name), self.key))
             if not (isinstance(data, dict) and data.get("format") == code_version() and data.get("name") == name):
@@ -226,10 +233,8 @@ class MemoFiles(MutableMapping[str, Any]):
         return len(self._values)
 
     def save(self) -> None:
-        from ..core.catalog import Memo
-
         for name in sorted(self._dirty):
-            if name.startswith(Memo.HELD):  # held in memory for a next build in this process only
+            if _held(name):
                 continue
             data = {"format": code_version(), "name": name, "value": self._values[name]}
             _write_signed(self._path(name), self.key, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
