@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,33 @@ def test_start_parallel_forks_when_it_can() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
+
+
+@pytest.mark.skipif(worker_count() < 2, reason="one core: the call runs in the caller")
+def test_a_call_whose_caller_left_without_its_result_ends(tmp_path: Path) -> None:
+    # A failed build exits (os._exit, as the CLI does) without asking for the site scan it
+    # started. A result larger than a pipe's buffer must not keep that process, and the stdout
+    # it shares with the caller (`failpedia build | tee log`), alive.
+    pid_file = tmp_path / "pid"
+    script = (
+        "import os, time\n"
+        "from generator.core.parallel import start_parallel\n"
+        "def big(path):\n"
+        "    open(path, 'w').write(str(os.getpid()))\n"
+        "    return 'x' * 1_000_000\n"
+        f"start_parallel(big, {str(pid_file)!r})\n"
+        f"while not os.path.exists({str(pid_file)!r}): time.sleep(0.01)\n"
+        "time.sleep(0.2)\n"
+        "os._exit(1)\n"
+    )
+    # communicate() returns only when every holder of the stdout pipe has closed it.
+    done = subprocess.run([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20, cwd=ROOT)
+    assert done.returncode == 1, done.stderr
+    child = int(pid_file.read_text())
+    for _ in range(500):
+        if not os.path.exists(f"/proc/{child}") or "zombie" in Path(f"/proc/{child}/status").read_text():
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(child, 9)
+        pytest.fail("the process that ran the call is still waiting to hand its result over")

@@ -97,7 +97,7 @@ def start_parallel(fn: Callable[..., R], *args: Any, jobs: int | None = None) ->
         return lambda: fn(*args)
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_send_result, args=(send, fn, args), daemon=True)
+    proc = ctx.Process(target=_send_result, args=(receive, send, fn, args), daemon=True)
     proc.start()
     send.close()
 
@@ -117,7 +117,11 @@ def start_parallel(fn: Callable[..., R], *args: Any, jobs: int | None = None) ->
     return result
 
 
-def _send_result(send: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+def _send_result(receive: Any, send: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    # The read end this process inherited is closed first: were it open here, a result larger
+    # than the pipe's buffer would block this process for ever once the caller is gone (the CLI
+    # leaves by os._exit, which stops no daemon process), holding the caller's stdout open.
+    receive.close()
     _worker_start()
     try:
         outcome = (True, fn(*args))
