@@ -678,25 +678,27 @@ def test_an_entry_travels_pickled_and_is_loaded_only_when_asked(project) -> None
     assert not Body(parsed.body.entry).elsewhere and Body(parsed.body.entry).fragments is None
 
 
+@pytest.mark.parametrize("server", [False, True], ids=["fresh process", "build server"])
 @pytest.mark.parametrize("change", sorted(CHANGES))
-def test_the_search_index_a_build_server_patches_is_a_cold_builds(project, change, monkeypatch) -> None:
-    """A process that builds again (the build server, `Warm`) patches the search index it made
-    last where the changed entries' terms changed (SearchIndex.patched); after every kind of
-    change the site, search/ included, is a cold build's. An edit of an entry's text patches:
-    SearchIndex.build is not called."""
-    from generator.search.query import SearchIndex
+def test_the_search_index_a_rebuild_patches_is_a_cold_builds(project, change, server, monkeypatch) -> None:
+    """A rebuild patches the search index of the build before where the changed entries' terms
+    changed (Postings.patched), from the build cache in a fresh process or from what a build
+    server (`Warm`) holds; after every kind of change the site, search/ included, is a cold
+    build's. An edit of an entry's text patches: Postings.made is not called."""
+    from generator.search.postings import Postings
     from generator.site.build import Warm
 
-    warm = Warm()
+    warm = Warm() if server else None
 
     def again():
         build(project["entries"], project["site"], CONFIG, project["templates"], cache_dir=project["cache"], jobs=1, warm=warm)
-        warm.settle()
+        if warm is not None:
+            warm.settle()
 
     again()
     made: list[int] = []
-    real = SearchIndex.build.__func__
-    monkeypatch.setattr(SearchIndex, "build", classmethod(lambda cls, *a, **k: made.append(1) or real(cls, *a, **k)))
+    real = Postings.made.__func__
+    monkeypatch.setattr(Postings, "made", classmethod(lambda cls, *a, **k: made.append(1) or real(cls, *a, **k)))
     CHANGES[change](project)
     again()
     if change in ("entry text", "entry title (shown on linked pages)", "entry tags", "entry links (similar entries change)"):
@@ -706,14 +708,14 @@ def test_the_search_index_a_build_server_patches_is_a_cold_builds(project, chang
 
 
 def test_a_patched_search_index_equals_one_made_from_every_entry() -> None:
-    """SearchIndex.patched against SearchIndex.build on the real entries: 12 rounds of random
-    changes to a few entries' terms (terms dropped, added, new to the index, reweighted; a term's
-    last posting removed), each patch applied to the last patched index, which stays unchanged;
-    and its files (index_sources, which keeps the text of a chunk whose terms and postings lists
-    are the last index's) are those of the index made anew."""
+    """Postings.patched against Postings.made on the real entries: 12 rounds of random changes
+    to a few entries' terms (terms dropped, added, new to the index, reweighted; a term's last
+    posting removed), each patch applied to the last patched index, which stays unchanged. The
+    files are those of the index made anew, a chunk that no change touched keeps its text, and
+    the postings are the ones the CLI's engine ranks with (SearchIndex.build)."""
     import random
 
-    from generator.search.files import index_files, index_sources
+    from generator.search.postings import Postings
     from generator.search.query import SearchIndex, doc_terms, entry_texts, Synonyms
     from generator.site.build import load_catalog
 
@@ -722,10 +724,11 @@ def test_a_patched_search_index_equals_one_made_from_every_entry() -> None:
     slugs = sorted(catalog.records)
     docs = [doc_terms(entry_texts(catalog.records[s], catalog), synonyms) for s in slugs]
     ids = {s: i for i, s in enumerate(slugs)}
-    index = SearchIndex.build(catalog, per_entry=lambda s: docs[ids[s]])
-    sources, kept_texts = index_sources(index), 0
+    index = Postings.made(docs)
+    assert index.terms() == SearchIndex.build(catalog, per_entry=lambda s: docs[ids[s]]).terms
+    kept_texts = 0
     rnd = random.Random(5)
-    vocabulary = sorted(index.terms)
+    vocabulary = sorted(index.stats)
     for round_ in range(12):
         changes = {}
         for doc in rnd.sample(range(len(slugs)), rnd.randint(1, 4)):
@@ -738,15 +741,14 @@ def test_a_patched_search_index_equals_one_made_from_every_entry() -> None:
             after[f"zz{round_}x{doc}"] = 7
             changes[doc] = (before, after)
             docs[doc] = after
-        kept = [(t, i, tuple(p)) for t, (i, p) in index.terms.items()]
-        patched = SearchIndex.patched(catalog, slugs, index.terms, changes)
-        assert [(t, i, tuple(p)) for t, (i, p) in index.terms.items()] == kept  # the last index is left as it was
-        made = SearchIndex.build(catalog, per_entry=lambda s: docs[ids[s]])
-        assert list(patched.terms.items()) == list(made.terms.items()) and patched.vocab == made.vocab
-        after = index_sources(patched, sources)  # the files, texts kept where their chunk is unchanged
-        assert [(path, text) for path, text, _ in after] == index_files(made)
-        kept_texts += sum(1 for (path, text, _), (_, was, _) in zip(after, sources) if path.startswith("search/p/") and text is was)
-        index, sources = patched, after
+        files, stats = index.files(), dict(index.stats)
+        patched = index.patched(changes)
+        assert index.files() == files and index.stats == stats  # the last index is left as it was
+        made = Postings.made(docs)
+        assert patched.files() == made.files() and list(patched.stats.items()) == list(made.stats.items())
+        assert patched.terms() == SearchIndex.build(catalog, per_entry=lambda s: docs[ids[s]]).terms
+        kept_texts += sum(1 for c in patched.chunks if c in index.chunks)
+        index = patched
     assert kept_texts > 4  # the reuse was exercised (these random edits touch terms in most chunks)
     with pytest.raises(LookupError):
-        SearchIndex.patched(catalog, slugs, index.terms, {0: ({"no-such-term": 1}, {})})
+        index.patched({0: ({"no-such-term": 1}, {})})

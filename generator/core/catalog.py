@@ -96,9 +96,9 @@ class Catalog:
         return run_parallel(compute, list(inputs), jobs=jobs)
 
     def derived_from_last(self, name: str, compute: Callable[[Any], T]) -> T:
-        """`compute(last)`, where `last` is what the previous build in this process returned for
-        `name` (None in a fresh process, or without a memo); the result is held for the next.
-        Held in memory only: a store that saves to disk leaves it out (see Memo.HELD)."""
+        """`compute(last)`, where `last` is what `compute` returned for `name` in the previous
+        build (from the build cache, or held by a build server; None without one). A result
+        that is `last` itself is not stored again."""
         if self.memo is None:
             return compute(None)
         return self.memo.carried(name, compute)
@@ -253,12 +253,12 @@ class Memo:
         self.store[name] = (key, value)
         return value
 
-    HELD = "held: "  # the names of values kept in memory from one build to the next, never saved
-
     def carried(self, name: str, compute: Callable[[Any], T]) -> T:
-        """`compute(the value the last build held under name, or None)`, held for the next."""
-        value = compute(self.store.get(self.HELD + name))
-        self.store[self.HELD + name] = value
+        """`compute(what the last build stored under name, or None)`, stored for the next."""
+        last = self.store.get(name)
+        value = compute(last)
+        if value is not last:  # the store writes what is set
+            self.store[name] = value
         return value
 
     def kept(self, name: str) -> dict[str, tuple[Hashable, Any]]:

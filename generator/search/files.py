@@ -22,17 +22,17 @@ import re
 from collections.abc import Hashable
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
+from typing import Any, cast
 
 from ..core.catalog import Catalog
 from ..core.entrytext import text_fields
-from ..core.parallel import checkpoint
 from ..core.safejson import safe_json as _json
-from .query import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, SLACK_PER, TYPO, TYPO_MIN, WEAK_NUDGE, SearchIndex, Synonyms,
-                     doc_terms, entry_texts)
+from .postings import Postings
+from .query import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, SLACK_PER, TYPO, TYPO_MIN, WEAK_NUDGE, Synonyms, doc_terms,
+                    entry_texts)
 from ..core.searchterms import STOP
 
-__all__ = ["PAIRS_ON_SEARCH_PAGE", "PAIR_MIN", "TagPair", "build_index", "fingerprint_files", "index_files", "index_sources", "search_files", "search_files_key", "shard_of", "tag_pairs"]
+__all__ = ["PAIRS_ON_SEARCH_PAGE", "PAIR_MIN", "TagPair", "fingerprint_files", "index_postings", "search_files", "shard_of", "tag_pairs"]
 
 PAIR_MIN = 3  # a tag pair gets its own page when at least this many entries carry both tags
 PAIRS_ON_SEARCH_PAGE = 24  # the most shared; every pair is linked from both of its tags' pages
@@ -101,7 +101,6 @@ def _anchors(cover: tuple[str, ...]) -> list[str] | None:
 
 
 TERMS = "search terms"  # each entry's terms, in the catalog's memo
-CHUNK_POSTINGS = 4000  # postings per chunk file, roughly (a common term has a chunk of its own)
 EXCERPT_CHARS = 4000  # of an entry's text kept for the excerpts a result shows
 
 
@@ -118,22 +117,11 @@ def _terms_inputs(catalog: Catalog) -> dict[str, Any]:
     }
 
 
-def search_files_key(catalog: Catalog, fingerprints: str) -> str:
-    """Everything search_files reads: each entry's searchable text, tags and card, its
-    fingerprints (their digest), the registries with their counts, the synonyms."""
-    return hashlib.sha256(repr((
-        fingerprints, sorted(_terms_inputs(catalog).items()),
-        [(s, r.head.title, r.head.summary, r.category) for s, r in catalog.records.items()],
-        [(t, len(catalog.by_tag[t])) for t in catalog.tags], sorted(catalog.aliases.items()),
-        [(c.name, c.title, len(catalog.by_category[c.name])) for c in catalog.categories.values()],
-    )).encode()).hexdigest()
-
-
-def build_index(catalog: Catalog, jobs: int | None = 1) -> SearchIndex:
-    """The search index, each entry's terms kept from the previous build while its inputs are
-    unchanged; the others made in up to `jobs` workers. After an edit, in a process that made
-    the last index (the build server, the dev server), that index is patched where the edited
-    entries' terms changed instead of being made again from every entry's terms."""
+def index_postings(catalog: Catalog, jobs: int | None = 1) -> Postings:
+    """The index's postings and vocabulary files (Postings), each entry's terms kept from the
+    previous build while its inputs are unchanged; the others made in up to `jobs` workers.
+    Where the previous build's index is known (the build cache keeps it; the build server and
+    the dev server hold it) and few entries changed, it is patched instead of made anew."""
     synonyms = Synonyms.of(catalog.synonyms)
     inputs = _terms_inputs(catalog)
     known = catalog.memo.kept(TERMS) if catalog.memo is not None else {}  # each entry's (inputs, terms) of the last build
@@ -141,30 +129,29 @@ def build_index(catalog: Catalog, jobs: int | None = 1) -> SearchIndex:
     by_slug = dict(zip(inputs, terms))
     slugs = sorted(inputs)
 
-    def make(last: Any) -> tuple[list[str], dict[str, Hashable], dict[str, tuple[int, list[tuple[int, int]]]], dict[str, list[str]]]:
-        """(doc ids' slugs, each entry's inputs, the index's terms and vocabulary): held for the
-        next build without the catalog the index refers to."""
+    def make(last: Any) -> tuple[list[str], dict[str, Hashable], Postings]:
+        """(doc ids' slugs, each entry's inputs, the postings)."""
         changes = _changes_since(last, known, inputs, by_slug, slugs)
-        index = None
+        if changes == {}:
+            return cast(tuple[list[str], dict[str, Hashable], Postings], last)
         if changes is not None:
             try:
-                index = SearchIndex.patched(catalog, slugs, last[2], changes)
+                return slugs, dict(inputs), last[2].patched(changes)
             except LookupError:  # a posting the last index should hold is not there: made anew
                 pass
-        index = index or SearchIndex.build(catalog, per_entry=by_slug.__getitem__)
-        return slugs, dict(inputs), index.terms, index.vocab
+        return slugs, dict(inputs), Postings.made([by_slug[s] for s in slugs])
 
-    _, _, held, vocab = catalog.derived_from_last("search index", make)
-    return SearchIndex(catalog, synonyms, slugs, held, vocab)
+    return catalog.derived_from_last("search postings", make)[2]
 
 
 def _changes_since(last: Any, known: dict[str, tuple[Hashable, Any]], inputs: dict[str, Hashable], now: dict[str, dict[str, int]],
                    slugs: list[str]) -> dict[int, tuple[dict[str, int], dict[str, int]]] | None:
-    """What SearchIndex.patched needs to bring the held index `last` up to date (doc id → its
-    terms then and now), or None where it must be made anew: no index held, other slugs (the
-    doc ids moved), terms in the memo that are not the ones it was made from, or too many
-    changes (a synonyms edit changes every entry's inputs)."""
-    if not (isinstance(last, tuple) and last[0] == slugs and all(s in known and known[s][0] == key for s, key in last[1].items())):
+    """What Postings.patched needs to bring the last index up to date (doc id → its terms then
+    and now), or None where it must be made anew: no index kept, other slugs (the doc ids
+    moved), terms in the memo that are not the ones it was made from, or too many changes (a
+    synonyms edit changes every entry's inputs)."""
+    if not (isinstance(last, tuple) and len(last) == 3 and isinstance(last[2], Postings) and last[0] == slugs
+            and all(s in known and known[s][0] == key for s, key in last[1].items())):
         return None
     changes = {doc: (known[s][1], now[s]) for doc, s in enumerate(slugs) if inputs[s] != last[1][s]}
     return changes if len(changes) <= max(8, len(slugs) // 8) else None
@@ -187,62 +174,6 @@ def _doc_file(catalog: Catalog, slug: str) -> str:
 def _category_title(catalog: Catalog, slug: str) -> str:
     category = catalog.records[slug].category
     return catalog.categories[category].title if category in catalog.categories else category
-
-
-def _postings(p: list[tuple[int, int]]) -> list[int]:
-    """[doc, weight, doc gap, weight, ...]: ids as gaps keep the numbers short."""
-    docs = [d for d, _ in p]
-    gaps = [d - prev for d, prev in zip(docs, [0, *docs])]
-    out = [0] * (2 * len(p))
-    out[0::2] = gaps
-    out[1::2] = [w for _, w in p]
-    return out
-
-
-def index_files(index: SearchIndex) -> list[tuple[str, str]]:
-    """search/v/<key>.json (a vocabulary shard: its terms, their idf and chunk) and
-    search/p/<n>.json (the postings of a run of terms, in term order)."""
-    return [(path, text) for path, text, _ in index_sources(index)]
-
-
-def index_sources(index: SearchIndex, last: Any = None) -> list[tuple[str, str, tuple[Any, ...]]]:
-    """index_files' files, each with what it was made from. `last`: what this returned for the
-    index this one was patched from (SearchIndex.patched keeps the postings list of every term
-    it did not touch): a chunk of the same terms with the same postings lists, or a shard of
-    the same content, keeps its text."""
-    made_from = {path: (text, source) for path, text, source in last} if isinstance(last, list) else {}
-    chunk_of: dict[str, int] = {}
-    chunks: list[list[str]] = [[]]
-    size = 0
-    for n, (term, (_, p)) in enumerate(index.terms.items()):
-        if n % 1024 == 0:
-            checkpoint()
-        if size and size + len(p) > CHUNK_POSTINGS:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(term)
-        chunk_of[term] = len(chunks) - 1
-        size += len(p)
-    files: list[tuple[str, str, tuple[Any, ...]]] = []
-    for i, c in enumerate(chunks):
-        checkpoint()
-        if c:
-            path = f"search/p/{i}.json"
-            lists = tuple(index.terms[t][1] for t in c)
-            text, before = made_from.get(path, ("", ()))
-            if before and before[0] == tuple(c) and all(a is b for a, b in zip(before[1], lists)):
-                files.append((path, text, before))
-            else:
-                files.append((path, _json({t: _postings(p) for t, p in zip(c, lists)}), (tuple(c), lists)))
-    for key, terms in sorted(index.vocab.items()):
-        shard = {"t": terms, "f": [index.terms[t][0] for t in terms], "c": [chunk_of[t] for t in terms]}
-        path = f"search/v/{key}.json"
-        text, before = made_from.get(path, ("", ()))
-        if before and before[0] == shard:
-            files.append((path, text, before))
-        else:
-            files.append((path, _json(shard), (shard,)))
-    return files
 
 
 def fingerprint_files(catalog: Catalog) -> tuple[int, list[tuple[str, str]]]:
@@ -272,13 +203,14 @@ def fingerprint_files(catalog: Catalog) -> tuple[int, list[tuple[str, str]]]:
     return shards, files + [(f"search/fp/{i}.json", _json({"fingerprints": b})) for i, b in enumerate(buckets)]
 
 
-def search_files(catalog: Catalog, index: SearchIndex | None = None, fingerprints_key: str | None = None, jobs: int | None = 1) -> list[tuple[str, str]]:
+def search_files(catalog: Catalog, fingerprints_key: str | None = None, jobs: int | None = 1) -> list[tuple[str, str]]:
     """(site path, JSON text) of every file search.js loads: meta.json (registries, synonyms,
     ranking constants), docs.json (each entry's category and tags, for filters and facets), the
     vocabulary and postings, doc/<id>.json (what a result shows), and the fingerprint shards
     (kept apart in the build cache under `fingerprints_key`: an edit of an entry's text leaves them).
     Each entry's terms and doc file are made in up to `jobs` workers."""
-    index = index or build_index(catalog, jobs)
+    postings = index_postings(catalog, jobs)
+    slugs = sorted(catalog.records)  # doc id → slug
     shards, fp_files = catalog.derived("search fingerprint shards", fingerprint_files, fingerprints_key)
     tag_ids = {t: i for i, t in enumerate(catalog.tags)}
     cat_ids = {c: i for i, c in enumerate(catalog.categories)}
@@ -288,22 +220,20 @@ def search_files(catalog: Catalog, index: SearchIndex | None = None, fingerprint
         "aliases": dict(sorted(catalog.aliases.items())),
         "categories": [[c.name, c.title, len(catalog.by_category[c.name])] for c in catalog.categories.values()],
         "fp_shards": shards,
-        "docs": len(index.slugs),
-        "vocab": sorted(index.vocab),
-        "synonyms": index.synonyms.as_json(),
+        "docs": postings.docs,
+        "vocab": postings.vocab_keys(),
+        "synonyms": Synonyms.of(catalog.synonyms).as_json(),
         "stop": sorted(STOP),
         "rank": {"exact": EXACT, "group": GROUP, "prefix": PREFIX, "typo": TYPO, "prefix_max": PREFIX_MAX, "typo_min": TYPO_MIN,
                  "confident": CONFIDENT, "long_paste": LONG_PASTE, "weak_nudge": WEAK_NUDGE, "slack_per": SLACK_PER},
     }
     docs = {
-        "cat": [cat_ids.get(catalog.records[s].category, -1) for s in index.slugs],
-        "tags": [[tag_ids[t] for t in catalog.records[s].tags] for s in index.slugs],
+        "cat": [cat_ids.get(catalog.records[s].category, -1) for s in slugs],
+        "tags": [[tag_ids[t] for t in catalog.records[s].tags] for s in slugs],
     }
-    # After an edit, in a process that made the last index: the chunks and shards it left alone keep their text.
-    made = catalog.derived_from_last("search index files", lambda last: index_sources(index, last))
-    files = [("search/meta.json", _json(meta)), ("search/docs.json", _json(docs)), *fp_files, *((path, text) for path, text, _ in made)]
+    files = [("search/meta.json", _json(meta)), ("search/docs.json", _json(docs)), *fp_files, *postings.files()]
     texts = catalog.derived_each("search doc files", {s: (catalog.records[s].head.text_key, catalog.records[s].head.title, catalog.records[s].head.summary,
-                                                          catalog.records[s].tags, _category_title(catalog, s)) for s in index.slugs},
+                                                          catalog.records[s].tags, _category_title(catalog, s)) for s in slugs},
                                  lambda slug: _doc_file(catalog, slug), jobs)
     files += [(f"search/doc/{i}.json", t) for i, t in enumerate(texts)]
     return files

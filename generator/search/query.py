@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -311,44 +311,6 @@ class SearchIndex:
         n = len(slugs)
         terms = {t: (idf(n, len(p)), p) for t, p in sorted(postings.items())}
         return cls(catalog, synonyms, slugs, terms, vocabulary(terms))
-
-    @classmethod
-    def patched(cls, catalog: Catalog, slugs: list[str], terms: dict[str, tuple[int, list[tuple[int, int]]]],
-                changes: dict[int, tuple[dict[str, int], dict[str, int]]]) -> "SearchIndex":
-        """The index `build` makes, from the `terms` of an index of the same `slugs` and the entries
-        whose terms changed since (doc id → (its terms then, its terms now)). `terms` is left as
-        it was: the postings of each term a change touches are copied before they change. Raises
-        LookupError where `terms` lacks a posting that a change's terms then say it holds."""
-        n = len(slugs)
-        out = dict(terms)
-        fresh: set[str] = set()  # terms whose postings are this index's own copy
-
-        def own(t: str) -> list[tuple[int, int]]:
-            if t not in fresh:
-                out[t] = (0, list(out[t][1]) if t in out else [])
-                fresh.add(t)
-            return out[t][1]
-
-        for doc, (before, after) in sorted(changes.items()):
-            for t, w in before.items():
-                if after.get(t) != w:
-                    p = own(t)
-                    i = bisect_left(p, (doc,))
-                    if i == len(p) or p[i] != (doc, w):
-                        raise LookupError(f"the index has no posting of {doc} for {t!r}")
-                    del p[i]
-            for t, w in after.items():
-                if before.get(t) != w:
-                    insort(own(t), (doc, w))
-        for t in fresh:
-            p = out[t][1]
-            if p:
-                out[t] = (idf(n, len(p)), p)
-            else:
-                del out[t]
-        if len(out) != len(terms) or any(t not in terms for t in fresh):  # terms came or went: keep them sorted
-            out = dict(sorted(out.items()))
-        return cls(catalog, Synonyms.of(catalog.synonyms), slugs, out, vocabulary(out))
 
 
 def idf(docs: int, having: int) -> int:

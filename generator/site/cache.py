@@ -16,8 +16,9 @@ Seven kinds of file are kept under the cache folder (`.cache/` by default, `--ca
   shards whose entries changed.
 - `memo-*.pickle`: results derived from the whole corpus that a build would otherwise recompute
   (similar entries, tag pairs, the fingerprint list of api/fingerprints.json, the per-entry items
-  of the site-wide JSON files), each stored with the digest of its inputs (see catalog.Memo),
-  one file per result (MemoFiles).
+  of the site-wide JSON files, each entry's search terms, the search index's postings that the
+  next build patches), each stored with the digest of its inputs (see catalog.Memo), one file per
+  result (MemoFiles).
 - `templates-*.bin`: the templates compiled to Python bytecode (render.TemplateCache); Jinja
   checks each against its template's source and its own version.
 - `files.pickle`: each entry file's size, times and inode when last read, with the digest of its
@@ -186,13 +187,6 @@ def _unpickle(payload: bytes | None) -> Any:
         return None
 
 
-def _held(name: str) -> bool:
-    """A value held in memory for a next build in this process only (catalog.Memo.carried)."""
-    from ..core.catalog import Memo
-
-    return name.startswith(Memo.HELD)
-
-
 class MemoFiles(MutableMapping[str, Any]):
     """catalog.Memo's store: one signed file per name (`memo-<name>.pickle`), read when a build
     first asks for that name and written only when it was set: a summary edit rewrites the two
@@ -209,7 +203,7 @@ class MemoFiles(MutableMapping[str, Any]):
 
     def __getitem__(self, name: str) -> Any:
         if name not in self._values:
-            if name in self._missing or _held(name):
+            if name in self._missing:
                 raise KeyError(name)
             data = _unpickle(_read_signed(self._path(name), self.key))
             if not (isinstance(data, dict) and data.get("format") == code_version() and data.get("name") == name):
@@ -234,8 +228,6 @@ class MemoFiles(MutableMapping[str, Any]):
 
     def save(self) -> None:
         for name in sorted(self._dirty):
-            if _held(name):
-                continue
             data = {"format": code_version(), "name": name, "value": self._values[name]}
             _write_signed(self._path(name), self.key, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
         self._dirty.clear()

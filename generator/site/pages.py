@@ -27,7 +27,7 @@ from ..core.config import Config
 from .gitdates import date_key
 from ..diagnosis.matcher import fingerprint_item, matcher_spec
 from ..core.schema import STACK_NAMES, Entry, entry_json_schema
-from ..search.files import PAIRS_ON_SEARCH_PAGE, search_files, search_files_key, tag_pairs
+from ..search.files import PAIRS_ON_SEARCH_PAGE, search_files, tag_pairs
 from .reads import Known, Read, Reader, View, category_url, check_plain, entry_url
 from .reuse import Reuse
 
@@ -519,8 +519,7 @@ def search_pages(catalog: Catalog, jobs: int | None = 1) -> list[Page]:
     """The search index's files (search/ but its page): what `plan_pages(search=True)` links to.
     Planned apart, so that the dev server can remake them in the background. What each entry
     adds to the index is made in up to `jobs` workers."""
-    fp_key = _fingerprints_digest(catalog)
-    files = catalog.derived("search files", lambda c: search_files(c, fingerprints_key=fp_key, jobs=jobs), search_files_key(catalog, fp_key))
+    files = search_files(catalog, fingerprints_key=_fingerprints_digest(catalog), jobs=jobs)
     return [Page(path, body=body) for path, body in files]
 
 
