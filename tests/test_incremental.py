@@ -445,11 +445,18 @@ def test_a_file_changed_just_before_it_was_read_is_read_again_next_time(project,
 
 
 def test_memo_files_are_written_when_their_result_changes_and_ignored_when_altered(project) -> None:
-    """Each corpus-wide result has its own signed file: a body edit rewrites none of them, a
-    summary edit only the per-entry items, and an altered file is recomputed, not trusted."""
+    """Each corpus-wide result has its own signed files: a body edit rewrites none of them, a
+    summary edit only the edited entry's shard of each per-entry map, and an altered file is
+    recomputed, not trusted."""
+    import zlib
+
+    from generator.site.cache import SHARDS, MemoFiles
+
     incremental(project)
     files = {p.name: p for p in project["cache"].glob("memo-*.pickle")}
-    assert len(files) == 6  # a --no-search build makes no search index; the git dates have one
+    # a --no-search build makes no search index; the git dates have one; the two per-entry maps
+    # of the site-wide JSON files have a file per shard
+    assert len(files) == 4 + 2 * SHARDS
 
     def stamps() -> dict[str, int]:
         return {name: p.stat().st_mtime_ns for name, p in files.items()}
@@ -461,10 +468,8 @@ def test_memo_files_are_written_when_their_result_changes_and_ignored_when_alter
     CHANGES["entry text"](project)
     incremental(project)
     rewritten = {name for name, ns in stamps().items() if ns != before[name]}
-    from generator.site.cache import MemoFiles
-
-    names = MemoFiles(project["cache"], b"")
-    assert rewritten == {names._path("entries.json items").name, names._path("fingerprints.json entries").name}
+    names, shard = MemoFiles(project["cache"], b""), zlib.crc32(b"gpu-oom") % SHARDS
+    assert rewritten == {names._path("entries.json items", shard).name, names._path("fingerprints.json entries", shard).name}
     for p in files.values():
         data = bytearray(p.read_bytes())
         data[40] ^= 1

@@ -45,6 +45,7 @@ import os
 import pickle
 import re
 import secrets
+import zlib
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
@@ -188,28 +189,49 @@ def _unpickle(payload: bytes | None) -> Any:
 
 
 class MemoFiles(MutableMapping[str, Any]):
-    """catalog.Memo's store: one signed file per name (`memo-<name>.pickle`), read when a build
-    first asks for that name and written only when it was set: a summary edit rewrites the two
-    item maps, not the fingerprint list."""
+    """catalog.Memo's store: signed files per name, read when a build first asks for that name
+    and written only when it was set: a summary edit rewrites the item maps, not the fingerprint
+    list. A per-entry map (a dict, what Memo.each stores) is kept in SHARDS files by key
+    (`memo-<name>-NN.pickle`), and a save rewrites only the shards with an entry that is not the
+    one read or last saved: one edit rewrites one shard of each map, not every entry's terms.
+    Any other value is one file (`memo-<name>.pickle`)."""
 
     def __init__(self, folder: Path, key: bytes) -> None:
         self.folder, self.key = folder, key
         self._values: dict[str, Any] = {}
         self._missing: set[str] = set()
         self._dirty: set[str] = set()
+        self._shards: dict[str, list[dict[str, Any]]] = {}  # name → a per-entry map's shards as read or last saved
 
-    def _path(self, name: str) -> Path:
-        return self.folder / f"memo-{re.sub(r'[^a-z0-9]+', '-', name.lower())}-{hashlib.sha256(name.encode()).hexdigest()[:8]}.pickle"
+    def _path(self, name: str, shard: int | None = None) -> Path:
+        stem = f"memo-{re.sub(r'[^a-z0-9]+', '-', name.lower())}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+        return self.folder / (f"{stem}.pickle" if shard is None else f"{stem}-{shard:02d}.pickle")
+
+    def _read(self, name: str, shard: int | None = None) -> Any:
+        data = _unpickle(_read_signed(self._path(name, shard), self.key))
+        if not (isinstance(data, dict) and data.get("format") == code_version() and data.get("name") == name and data.get("shard") == shard):
+            raise KeyError(name)
+        return data["value"]
+
+    def _load(self, name: str) -> Any:
+        try:
+            return self._read(name)
+        except KeyError:
+            shards = [self._read(name, i) for i in range(SHARDS)]  # a per-entry map, or KeyError
+            if not all(isinstance(part, dict) for part in shards):
+                raise
+            self._shards[name] = shards
+            return {k: v for part in shards for k, v in part.items()}
 
     def __getitem__(self, name: str) -> Any:
         if name not in self._values:
             if name in self._missing:
                 raise KeyError(name)
-            data = _unpickle(_read_signed(self._path(name), self.key))
-            if not (isinstance(data, dict) and data.get("format") == code_version() and data.get("name") == name):
+            try:
+                self._values[name] = self._load(name)
+            except KeyError:
                 self._missing.add(name)
-                raise KeyError(name)
-            self._values[name] = data["value"]
+                raise
         return self._values[name]
 
     def __setitem__(self, name: str, value: Any) -> None:
@@ -228,9 +250,25 @@ class MemoFiles(MutableMapping[str, Any]):
 
     def save(self) -> None:
         for name in sorted(self._dirty):
-            data = {"format": code_version(), "name": name, "value": self._values[name]}
-            _write_signed(self._path(name), self.key, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
+            value = self._values[name]
+            if not isinstance(value, dict):
+                self._write(name, None, value)
+                continue
+            shards: list[dict[str, Any]] = [{} for _ in range(SHARDS)]
+            for k, v in value.items():
+                shards[zlib.crc32(str(k).encode()) % SHARDS][k] = v
+            before = self._shards.get(name)
+            if before is None:
+                self._path(name).unlink(missing_ok=True)  # not also a single file of the name
+            for i, part in enumerate(shards):
+                if before is None or before[i].keys() != part.keys() or any(before[i][k] is not v for k, v in part.items()):
+                    self._write(name, i, part)
+            self._shards[name] = shards
         self._dirty.clear()
+
+    def _write(self, name: str, shard: int | None, value: Any) -> None:
+        data = {"format": code_version(), "name": name, "shard": shard, "value": value}
+        _write_signed(self._path(name, shard), self.key, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 @dataclass
