@@ -496,6 +496,34 @@ def test_an_edit_remakes_the_search_index_as_a_cold_build_makes_it(project, monk
     assert "zebrafish" in (project["site"] / "search/v/z.json").read_text()
 
 
+def test_an_update_leaves_unchanged_index_files_unread_and_rewrites_an_altered_one(project, monkeypatch) -> None:
+    """The search index's files are keyed by their bytes' digest: an update reads back none of
+    the files whose content stays the same (it compared every one before: 114 MB at 10,000
+    entries), writes the changed ones, and rewrites a file altered on disk since it was written."""
+    import generator.site.write as write
+
+    def again() -> None:
+        build(project["entries"], project["site"], CONFIG, project["templates"], cache_dir=project["cache"], jobs=1)
+
+    again()
+    before = {p.relative_to(project["site"]).as_posix(): p.read_bytes() for p in (project["site"] / "search").rglob("*.json")}
+    compared: list[str] = []
+    real = write._same_bytes
+    monkeypatch.setattr(write, "_same_bytes", lambda path, data: compared.append(path) or real(path, data))
+    CHANGES["entry text"](project)
+    again()
+    after = {p.relative_to(project["site"]).as_posix(): p.read_bytes() for p in (project["site"] / "search").rglob("*.json")}
+    changed = {path for path, data in after.items() if before.get(path) != data}
+    assert changed and len(changed) < len(after) // 2
+    read_back = {os.path.relpath(path, project["site"]) for path in compared}
+    assert not {path for path in read_back if path.startswith("search/")} - changed  # only files whose content changed
+    (project["site"] / "search/docs.json").write_text("{}\n")  # altered by hand since it was written
+    CHANGES["entry title (shown on linked pages)"](project)
+    again()
+    build(project["entries"], project["cold"], CONFIG, project["templates"], cache_dir=None, jobs=1)
+    assert tree_digest(project["site"]) == tree_digest(project["cold"])
+
+
 def test_templates_are_compiled_once_and_kept_signed_in_the_cache(project, monkeypatch) -> None:
     """A rebuild loads the compiled templates from the cache instead of compiling them; a compiled
     file that is altered (loading bytecode runs it) is ignored and compiled again."""
