@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import pickle
 import re
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -125,7 +126,9 @@ def index_postings(catalog: Catalog, jobs: int | None = 1) -> Postings:
     synonyms = Synonyms.of(catalog.synonyms)
     inputs = _terms_inputs(catalog)
     known = catalog.memo.kept(TERMS) if catalog.memo is not None else {}  # each entry's (inputs, terms) of the last build
-    terms = catalog.derived_each(TERMS, inputs, lambda slug: doc_terms(entry_texts(catalog.records[slug], catalog), synonyms), jobs)
+    # Each entry's terms are kept pickled: a patch unpickles only the changed entries' (the
+    # terms of 10,000 entries are 4 million pairs, half a second to unpickle).
+    terms = catalog.derived_each(TERMS, inputs, lambda slug: _pickled(doc_terms(entry_texts(catalog.records[slug], catalog), synonyms)), jobs)
     by_slug = dict(zip(inputs, terms))
     slugs = sorted(inputs)
 
@@ -139,12 +142,12 @@ def index_postings(catalog: Catalog, jobs: int | None = 1) -> Postings:
                 return slugs, dict(inputs), last[2].patched(changes)
             except LookupError:  # a posting the last index should hold is not there: made anew
                 pass
-        return slugs, dict(inputs), Postings.made([by_slug[s] for s in slugs])
+        return slugs, dict(inputs), Postings.made([pickle.loads(by_slug[s]) for s in slugs])
 
     return catalog.derived_from_last("search postings", make)[2]
 
 
-def _changes_since(last: Any, known: dict[str, tuple[Hashable, Any]], inputs: dict[str, Hashable], now: dict[str, dict[str, int]],
+def _changes_since(last: Any, known: dict[str, tuple[Hashable, Any]], inputs: dict[str, Hashable], now: dict[str, bytes],
                    slugs: list[str]) -> dict[int, tuple[dict[str, int], dict[str, int]]] | None:
     """What Postings.patched needs to bring the last index up to date (doc id → its terms then
     and now), or None where it must be made anew: no index kept, other slugs (the doc ids
@@ -153,8 +156,14 @@ def _changes_since(last: Any, known: dict[str, tuple[Hashable, Any]], inputs: di
     if not (isinstance(last, tuple) and len(last) == 3 and isinstance(last[2], Postings) and last[0] == slugs
             and all(s in known and known[s][0] == key for s, key in last[1].items())):
         return None
-    changes = {doc: (known[s][1], now[s]) for doc, s in enumerate(slugs) if inputs[s] != last[1][s]}
-    return changes if len(changes) <= max(8, len(slugs) // 8) else None
+    changed = [(doc, s) for doc, s in enumerate(slugs) if inputs[s] != last[1][s]]
+    if len(changed) > max(8, len(slugs) // 8):
+        return None
+    return {doc: (pickle.loads(known[s][1]), pickle.loads(now[s])) for doc, s in changed}
+
+
+def _pickled(terms: dict[str, int]) -> bytes:
+    return pickle.dumps(terms, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _plain(text: str) -> str:
