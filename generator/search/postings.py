@@ -84,7 +84,7 @@ class Postings:
         for doc, (before, after) in sorted(changes.items()):
             for t, w in before.items():
                 if after.get(t) != w:
-                    p = own(t) if t in self.stats else []
+                    p = own(t)
                     i = bisect_left(p, (doc,))
                     if i == len(p) or p[i] != (doc, w):
                         raise LookupError(f"the index has no posting of {doc} for {t!r}")

@@ -1,7 +1,7 @@
 """Search: a query (free text and #tags) → ranked entries of the catalog; `failpedia search`.
 
 One ranking for both engines: `failpedia search` ranks with `SearchIndex` in memory, the browser
-(templates/static/search.js) with the same index read from search/ (`files.py` writes it),
+(templates/static/search.js) with the same index read from search/ (`files.py` and `postings.py` write it),
 by the same rules, in integers, so both give the same order:
 
 - `#tag` tokens filter: an entry must carry every one (`#ddp #oom`); aliases resolve through the
@@ -286,7 +286,7 @@ def vocab_key(term: str) -> str:
 @dataclass
 class SearchIndex:
     """The search index both engines rank with: `failpedia search` holds it in memory, the
-    browser reads the same data from search/ (`files.py` writes it).
+    browser reads the same data from search/ (`files.py` and `postings.py` write it).
 
     docs: doc id → slug (sorted), with its category and tags (in the entry's order) for filters.
     terms: term → (idf × 100, [(doc id, weight), ...] by doc id)."""
