@@ -306,6 +306,37 @@ def test_a_template_that_names_another_by_a_variable_depends_on_every_template(p
     assert before != after
 
 
+def test_template_keys_come_from_the_cache_without_parsing_and_follow_an_added_include(project, monkeypatch) -> None:
+    """What each template names is kept in the build cache by its source: a rebuild's renderer
+    parses no template to key the pages, its keys are the ones parsing gives, and a template whose
+    source changes (an include added) is parsed again, so its key follows the included file."""
+    import jinja2
+
+    from generator.site.cache import BuildCache
+    from generator.site.render import Renderer, TemplateCache
+
+    names = ["entry.html", "tags.html", "tag.html", "home.html", "feed.xml"]
+
+    def keys(cached: bool) -> list[str]:
+        compiled = TemplateCache(BuildCache.open(project["cache"])) if cached else None
+        renderer = Renderer(CONFIG, project["templates"], compiled)
+        return [renderer.template_key(n) for n in names]
+
+    plain = keys(cached=False)
+    assert keys(cached=True) == plain  # parsed, and kept
+    parsed: list[str] = []
+    real = jinja2.Environment.parse
+    monkeypatch.setattr(jinja2.Environment, "parse", lambda self, source, name=None, filename=None: parsed.append(name) or real(self, source, name, filename))
+    assert keys(cached=True) == plain and parsed == []
+    tags = project["templates"] / "tags.html"
+    (project["templates"] / "_note.html").write_text("<p>note</p>\n")
+    tags.write_text(tags.read_text().replace("{% block main %}", '{% block main %}{% include "_note.html" %}'))
+    with_include = keys(cached=True)
+    assert sorted(parsed) == ["_note.html", "tags.html"] and with_include[1] != plain[1] and with_include[0] == plain[0]
+    (project["templates"] / "_note.html").write_text("<p>another note</p>\n")
+    assert keys(cached=True)[1] != with_include[1]
+
+
 def test_entries_cached_by_other_generator_code_are_parsed_again(project, monkeypatch) -> None:
     import generator.site.cache
     import generator.site.incremental
