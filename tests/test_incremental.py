@@ -529,8 +529,8 @@ def test_an_edit_remakes_the_search_index_as_a_cold_build_makes_it(project, monk
 
 def test_an_update_leaves_unchanged_index_files_unread_and_rewrites_an_altered_one(project, monkeypatch) -> None:
     """The search index's files are keyed by their bytes' digest: an update reads back none of
-    the files whose content stays the same (it compared every one before: 114 MB at 10,000
-    entries), writes the changed ones, and rewrites a file altered on disk since it was written."""
+    the files whose content stays the same (it compared every one with the site's before),
+    writes the changed ones, and rewrites a file altered on disk since it was written."""
     import generator.site.write as write
 
     def again() -> None:

@@ -216,7 +216,7 @@ def _build(
                     writer.add(page.path, data)
                     continue
                 # A file of plain content is keyed by its bytes' digest: one whose digest and file are
-                # as last written stays, unread (the search index's 11,000 files at 10,000 entries).
+                # as last written stays, unread (most of the search index's files, after an edit).
                 key = "c" + hashlib.blake2b(data, digest_size=16).hexdigest()
                 if scanned is not None and cache.pages.get(page.path, "").partition(":")[0] == key and scanned.unchanged(page.path):
                     writer.keep(page.path)

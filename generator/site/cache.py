@@ -18,9 +18,10 @@ Seven kinds of file are kept under the cache folder (`.cache/` by default, `--ca
   (similar entries, tag pairs, the fingerprint list of api/fingerprints.json, the per-entry items
   of the site-wide JSON files, each entry's search terms, the search index's postings that the
   next build patches), each stored with the digest of its inputs (see catalog.Memo), one file per
-  result (MemoFiles).
+  result, or 32 for a per-entry map, so that an edit rewrites one of them (MemoFiles).
 - `templates-*.bin`: the templates compiled to Python bytecode (render.TemplateCache); Jinja
-  checks each against its template's source and its own version.
+  checks each against its template's source and its own version. `templates-refs-*.json`: the
+  templates each template names, by its name and source (Renderer.template_key).
 - `files.pickle`: each entry file's size, times and inode when last read, with the digest of its
   bytes: a file whose signature is unchanged is not read again (git's index works the same way).
 - `pages.json`: for every page of the last site, the key of its inputs. A page whose key is

@@ -111,8 +111,8 @@ class Renderer:
 
     def _references(self, name: str, source: str, path: str | None) -> tuple[str | None, ...]:
         """What a template names (None for a name computed at render time): read off its parse,
-        or as the build cache recorded it for the same source (parsing every template took
-        about a tenth of a second of each rebuild)."""
+        or as the build cache recorded it for the same source, so that a rebuild parses only
+        the templates that changed."""
         compiled = self.env.bytecode_cache
         kept = compiled.references(name, source) if isinstance(compiled, TemplateCache) else None
         if kept is not None:
