@@ -66,7 +66,10 @@ def test_a_call_whose_caller_left_without_its_result_ends(tmp_path: Path) -> Non
     assert done.returncode == 1, done.stderr
     child = int(pid_file.read_text())
     for _ in range(500):
-        if not os.path.exists(f"/proc/{child}") or "zombie" in Path(f"/proc/{child}/status").read_text():
+        try:
+            if "zombie" in Path(f"/proc/{child}/status").read_text():  # ended, not yet reaped
+                break
+        except OSError:  # ended and reaped
             break
         time.sleep(0.01)
     else:
