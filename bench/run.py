@@ -15,8 +15,8 @@ since they hold on a noisy shared machine where seconds do not.
 
 `--drop-caches` (root on Linux): drop the page cache before each cold build of either tool. On
 these virtual machines the kernel time of writing a site grows with every site written and
-deleted since the page cache was last dropped (1 s, then 2, 3, 4.5 s of a 1,000-entry build),
-so without it the later runs of a long benchmark are slower than the first, whichever tool.
+deleted since the page cache was last dropped (bench/README.md has the figures), so without it
+the later runs of a long benchmark are slower than the first, whichever tool.
 """
 
 from __future__ import annotations

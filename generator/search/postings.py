@@ -65,7 +65,7 @@ class Postings:
         """What `made` gives once the entries in `changes` hold their new terms (the number of
         entries is the same). Raises LookupError where this index lacks a posting that a change's
         terms then say it holds (the terms it was made from were not those)."""
-        chunk_of = {t: i for i, (terms, _) in enumerate(self.chunks) for t in terms}
+        chunk_of = self._chunk_of()
         decoded: dict[int, dict[str, list[int]]] = {}
 
         def encoded(t: str) -> list[int]:
@@ -115,11 +115,15 @@ class Postings:
     def files(self) -> list[tuple[str, str]]:
         """(site path, JSON text) of the postings chunks and the vocabulary shards."""
         out = [(f"search/p/{i}.json", text) for i, (_, text) in enumerate(self.chunks)]
-        chunk_of = {t: i for i, (terms, _) in enumerate(self.chunks) for t in terms}
+        chunk_of = self._chunk_of()
         for key, terms in sorted(vocabulary(self.stats).items()):
             shard = {"t": terms, "f": [self.stats[t][0] for t in terms], "c": [chunk_of[t] for t in terms]}
             out.append((f"search/v/{key}.json", _json(shard)))
         return out
+
+    def _chunk_of(self) -> dict[str, int]:
+        """term → the number of the chunk that holds its postings."""
+        return {t: i for i, (terms, _) in enumerate(self.chunks) for t in terms}
 
     def vocab_keys(self) -> list[str]:
         """The vocabulary shards' keys, sorted (meta.json lists them)."""

@@ -17,8 +17,8 @@ alone; a cold build is just them. What lets a later build do less sits here, aro
   the plan and the renderer.
 
 Two stages still carry a piece of it: the catalog's `Memo` (derived indexes kept by the digest
-of their inputs, and values held in memory from one build to the next: the search index, which
-search/files.py patches after an edit) and `validate.Head`'s digests. Every path here ends in
+of their inputs, and the search index's postings, which the next build patches: search/files.py)
+and `validate.Head`'s digests. Every path here ends in
 the same bytes as a cold build: tests/test_incremental.py, test_buildserver.py and
 test_resident.py compare them after every kind of change.
 """
