@@ -75,3 +75,30 @@ def test_a_call_whose_caller_left_without_its_result_ends(tmp_path: Path) -> Non
     else:
         os.kill(child, 9)
         pytest.fail("the process that ran the call is still waiting to hand its result over")
+
+
+@pytest.mark.skipif(worker_count() < 2, reason="one core: the loop runs in the caller")
+def test_run_parallel_runs_meanwhile_in_the_caller_while_the_workers_work(tmp_path: Path) -> None:
+    # In a fresh interpreter (other tests' threads would make it loop in this process). Each
+    # worker waits for a file that only `meanwhile` writes: were `meanwhile` run before forking
+    # or after the workers, the items would not see it (or never finish, until the time-out).
+    # A run_parallel inside `meanwhile` runs as a plain loop, in the caller.
+    script = (
+        "import os, sys, time\n"
+        "from generator.core.parallel import run_parallel\n"
+        f"flag = {str(tmp_path / 'flag')!r}\n"
+        "parent = os.getpid()\n"
+        "def item(n):\n"
+        "    end = time.monotonic() + 20\n"
+        "    while not os.path.exists(flag) and time.monotonic() < end:\n"
+        "        time.sleep(0.01)\n"
+        "    return os.getpid() != parent and os.path.exists(flag)\n"
+        "inner = []\n"
+        "def meanwhile():\n"
+        "    time.sleep(0.3)  # the workers are waiting by now\n"
+        "    open(flag, 'w').close()\n"
+        "    inner.extend(run_parallel(lambda n: os.getpid(), range(100)))\n"
+        "print(all(run_parallel(item, range(64), meanwhile=meanwhile)), set(inner) == {parent})\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["True", "True"], out.stderr

@@ -3,7 +3,9 @@
 `run_parallel(fn, items)` returns `[fn(x) for x in items]`. With several cores and enough items
 it forks worker processes after the items exist, so they inherit them (nothing big is pickled
 on the way in; only results come back). It falls back to a plain loop when forking is not
-safe (other threads are running, or the platform cannot fork) or not worth it.
+safe (other threads are running, or the platform cannot fork) or not worth it. Its `meanwhile`
+runs in the caller while the workers work (a pool's threads are running then, so a
+`run_parallel` inside it runs as a plain loop).
 
 `start_parallel(fn, *args)` starts one call in a forked process and returns at once; the
 function it returns waits for the call's result. Without a second core (or where forking is not
@@ -70,17 +72,25 @@ def _run_chunk(bounds: tuple[int, int]) -> list[Any]:
     return [fn(items[i]) for i in range(*bounds)]
 
 
-def run_parallel(fn: Callable[[T], R], items: Sequence[T], jobs: int | None = None, min_items: int = 32) -> list[R]:
+def run_parallel(fn: Callable[[T], R], items: Sequence[T], jobs: int | None = None, min_items: int = 32,
+                 meanwhile: Callable[[], object] | None = None) -> list[R]:
+    """`[fn(x) for x in items]`; `meanwhile()` is called once, in this process, while the
+    workers (if any) work: serial work beside them instead of before or after, with every core busy."""
     global _WORK
     workers = worker_count(jobs)
     if workers < 2 or len(items) < min_items or not _can_fork():
+        if meanwhile is not None:
+            meanwhile()
         return [fn(x) for x in items]
     size = max(1, len(items) // (workers * 32))  # small chunks: no worker idles long at the end
     chunks = [(i, min(i + size, len(items))) for i in range(0, len(items), size)]
     _WORK = (fn, items)
     try:
         with multiprocessing.get_context("fork").Pool(workers, initializer=_worker_start) as pool:
-            parts = pool.map(_run_chunk, chunks)
+            pending = pool.map_async(_run_chunk, chunks)
+            if meanwhile is not None:
+                meanwhile()
+            parts = pending.get()
     finally:
         _WORK = None
     return [r for part in parts for r in part]

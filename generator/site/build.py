@@ -62,19 +62,28 @@ def load_catalog(entries: Path) -> Catalog:
 
 
 def render_pages(renderer: Renderer, reader: Reader, todo: list[tuple[Page, str]], jobs: int | None, keep_reads: bool = True,
-                 ) -> list[tuple[Read, ...]]:
+                 meanwhile: Callable[[], object] | None = None) -> list[tuple[Read, ...]]:
     """Render each page straight into the place reserved for it (SiteWriter.reserve), in forked
     workers when there are many and no other thread runs, but for the `site_wide` pages, whose
-    memoised parts the build cache keeps; returns what each page looked up (nothing, without
+    memoised parts the build cache keeps: those render in this process while the workers render
+    the rest, and then `meanwhile()` runs. Returns what each page looked up (nothing, without
     `keep_reads`: a cold build keeps no keys and no memo)."""
     global _RENDERER, _READER
     _RENDERER, _READER = renderer, reader
     for name in sorted({p.template for p, _ in todo if p.template}):
         renderer.load(name)  # compiled once, before the workers fork
     here = [i for i, (page, _) in enumerate(todo) if page.site_wide] if keep_reads else []  # a cold build keeps no memo either
-    made = {i: _render_to(todo[i]) for i in here}
-    rest = [i for i in range(len(todo)) if i not in made]
-    made.update(zip(rest, run_parallel(_render_to if keep_reads else _render_only, [todo[i] for i in rest], jobs=jobs, min_items=32)))
+    made: dict[int, tuple[Read, ...]] = {}
+
+    def in_this_process() -> None:
+        made.update((i, _render_to(todo[i])) for i in here)
+        if meanwhile is not None:
+            meanwhile()
+
+    skip = set(here)
+    rest = [i for i in range(len(todo)) if i not in skip]
+    made.update(zip(rest, run_parallel(_render_to if keep_reads else _render_only, [todo[i] for i in rest], jobs=jobs, min_items=32,
+                                       meanwhile=in_this_process)))
     return [made[i] for i in range(len(todo))]
 
 
@@ -188,7 +197,7 @@ def _build(
 
     reuse = Reuse(warm.reuse if warm is not None else None)
     plan = plan_pages(catalog, config, dates, search, contents=hashes, before=cache.known, reuse=reuse)
-    pages, reader = plan.pages + (search_pages(catalog, jobs) if search else []), plan.reader
+    pages, reader = plan.pages, plan.reader
 
     renderer = renderer_for(config, templates, cache, warm)
     plans = page_plans(pages, config, search, renderer, reuse) if cache.enabled else {}  # a cold build keeps no keys
@@ -206,30 +215,45 @@ def _build(
     same: list[str] = []  # files of plain content an update leaves in place
     writer = SiteWriter(out, update=scanned is not None)
     rendered = 0
+
+    def place(plain: list[Page]) -> None:
+        """Write the files of plain content, or keep them where an update finds them as they were."""
+        for page in plain:
+            body = page.body or ""
+            data = body.encode("utf-8") if isinstance(body, str) else body
+            if not cache.enabled:
+                writer.add(page.path, data)
+                continue
+            # A file of plain content is keyed by its bytes' digest: one whose digest and file are
+            # as last written stays, unread (most of the search index's files, after an edit).
+            key = "c" + hashlib.blake2b(data, digest_size=16).hexdigest()
+            if scanned is not None and cache.pages.get(page.path, "").partition(":")[0] == key and scanned.unchanged(page.path):
+                writer.keep(page.path)
+                same.append(page.path)
+            else:
+                writer.add(page.path, data)
+                keys[page.path] = key
+
+    indexed: list[Page] = []
+
+    def index() -> None:
+        """The search index, made while the workers render (it reads the catalog only)."""
+        indexed.extend(search_pages(catalog, jobs))
+        place(indexed)
+
     try:
         todo: list[tuple[Page, str]] = []
+        plain: list[Page] = []
         for page in pages:
             if page.template is None and not callable(page.body):
-                body = page.body or ""
-                data = body.encode("utf-8") if isinstance(body, str) else body
-                if not cache.enabled:
-                    writer.add(page.path, data)
-                    continue
-                # A file of plain content is keyed by its bytes' digest: one whose digest and file are
-                # as last written stays, unread (most of the search index's files, after an edit).
-                key = "c" + hashlib.blake2b(data, digest_size=16).hexdigest()
-                if scanned is not None and cache.pages.get(page.path, "").partition(":")[0] == key and scanned.unchanged(page.path):
-                    writer.keep(page.path)
-                    same.append(page.path)
-                else:
-                    writer.add(page.path, data)
-                    keys[page.path] = key
+                plain.append(page)
             elif page.path in kept:
                 writer.keep(page.path)
             else:
                 todo.append((page, writer.reserve(page.path)))
+        place(plain)
         progress(f"rendering {len(todo)} files")
-        made = render_pages(renderer, reader, todo, jobs, keep_reads=cache.enabled)
+        made = render_pages(renderer, reader, todo, jobs, keep_reads=cache.enabled, meanwhile=index if search else None)
         rendered = len(todo)
         if cache.enabled:
             for (page, _), page_reads in zip(todo, made):
@@ -254,6 +278,6 @@ def _build(
                 save()
     finally:
         writer.finish()
-    html = sum(p.path.endswith(".html") for p in pages)
+    html = sum(p.path.endswith(".html") for p in (*pages, *indexed))
     return BuildResult(writer.out, html, len(writer.written), catalog.warning_count, rendered=rendered, reused=len(kept),
                        entries=len(catalog.records))
