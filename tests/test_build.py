@@ -106,7 +106,7 @@ TEMPLATE_ERRORS = {  # a broken template → the problem reported at its file an
     "undefined attribute": ("tag.html", "{{ tag.description }}", "{{ tag.descriptio }}",
                             "tag.html:6:1: error: template error: 'generator.core.schema.Tag object' has no attribute 'descriptio' (rendering tags/"),
     "missing import": ("tag.html", '"_macros.html"', '"_macro.html"', "tag.html:2:1: error: template error: no template named '_macro.html'"),
-    "syntax in an imported template": ("_macros.html", "{% macro entry_list", "{% macro entry_list(", "_macros.html:5:1: error: template error:"),
+    "syntax in an imported template": ("_macros.html", "{% macro entry_list", "{% macro entry_list(", "_macros.html:14:1: error: template error:"),
 }
 
 
@@ -260,3 +260,39 @@ def test_no_search_build_leaves_out_the_search_index(sample: Path) -> None:
         assert any(p.path == "search/meta.json" for p in search_pages(catalog)) and any(p.path == "search/index.html" for p in pages)
         htmls.append(renderer.render(next(p for p in pages if p.path == "ddp-oom/index.html"), plan.reader))
     assert htmls[0] == htmls[1] and "Quick answer" in htmls[0]
+
+
+def test_once_renders_a_macro_once_per_value_of_its_arguments(tmp_path: Path) -> None:
+    """`once(macro, *args)` (the cards of the listing pages): equal arguments, compared by value,
+    render once; arguments that differ, even where Python calls them equal (1 and True, a str
+    and the Markup of the same text), render apart; an unhashable one renders every time; the
+    store empties when full."""
+    from markupsafe import Markup
+
+    from generator.core.config import Config
+    from generator.site.render import Once, Renderer
+
+    (tmp_path / "m.html").write_text("{% macro show(x, root) %}{{ tick() }}<{{ root }}{{ x.title ~ x.tags | join(',') if x is mapping else x }}>{% endmacro %}\n"
+                                     "{% macro all(xs, root) %}{% for x in xs %}{{ once(show, x, root) }}{% endfor %}{% endmacro %}\n")
+    renderer = Renderer(Config(), tmp_path)
+    ticks: list[int] = []
+    renderer.env.globals["tick"] = lambda: ticks.append(1) or ""
+    show_all = renderer.env.get_template("m.html").module.all  # type: ignore[attr-defined]
+
+    def render(xs: list[object], root: str = "../") -> str:
+        ticks.clear()
+        return str(show_all(xs, root))
+
+    card = {"title": "A", "tags": ["x", "y"]}
+    assert render([card, dict(card), {"title": "A", "tags": ["x", "y"]}]) == "<../Ax,y>" * 3
+    assert len(ticks) == 1  # one render for three equal cards
+    assert render([card], "../../") == "<../../Ax,y>" and len(ticks) == 1  # another depth
+    assert render([{"title": "A", "tags": ["x", "z"]}]) == "<../Ax,z>" and len(ticks) == 1  # a changed field
+    assert render([1, True, 1.0, "<b>", Markup("<b>")]) == "<../1><../True><../1.0><../&lt;b&gt;><../<b>>"
+    assert len(ticks) == 5
+    assert render([{"s"}, {"s"}]) == "<../{&#39;s&#39;}>" * 2 and len(ticks) == 2  # a set: no fixed value, rendered each time
+    once = renderer.env.globals["once"]
+    assert isinstance(once, Once)
+    once.LIMIT = 3
+    render(["a", "b", "c", "d"])
+    assert render(["a", "d"]) == "<../a><../d>" and len(ticks) == 1  # emptied at 'd': 'a' renders again, 'd' is kept

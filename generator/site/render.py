@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, cast
 
 from jinja2 import (
     BytecodeCache, Environment, FileSystemLoader, StrictUndefined, TemplateError, TemplateNotFound, TemplateSyntaxError, meta,
@@ -62,6 +63,51 @@ def breakable(text: str) -> Markup:
     return Markup(str(escape(text)).replace("_", "_<wbr>"))
 
 
+class Once:
+    """The `once(macro, *args)` of the templates: what the macro gives for these arguments,
+    rendered the first time only. A macro imported without context sees nothing but its
+    arguments and the environment's globals (fixed for a Renderer), so equal arguments give
+    equal output: a card listed on a tag page, its pages and its tag pairs is rendered once
+    per link depth (`root`), not once per listing. Arguments are compared by value (dicts and
+    lists by their items), so a card whose title changed is a new card; the store is bounded,
+    emptied when full (the dev server keeps its renderer from edit to edit)."""
+
+    LIMIT = 1 << 16
+
+    def __init__(self) -> None:
+        self._made: dict[Hashable, Any] = {}
+
+    def __call__(self, macro: Callable[..., Any], *args: Any) -> Any:
+        try:
+            key = (macro, *map(_frozen, args))
+            return self._made[key]
+        except TypeError:  # an argument of no fixed value (unhashable)
+            return macro(*args)
+        except KeyError:
+            pass
+        if len(self._made) >= self.LIMIT:
+            self._made.clear()
+        made = self._made[key] = macro(*args)
+        return made
+
+
+_PLAIN = (str, type(None))
+
+
+def _frozen(value: Any) -> Hashable:
+    """A hashable value equal for equal values: a dict as its items (in order: equal dicts in
+    another order are another key, rendered again), a list or tuple as a tuple of its items."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return cast(Hashable, value)
+    if kind is dict:
+        return (dict, *((k if type(k) is str else _frozen(k), v if type(v) in _PLAIN else _frozen(v)) for k, v in value.items()))
+    if kind is tuple or kind is list:
+        return (kind, *(v if type(v) in _PLAIN else _frozen(v) for v in value))
+    hash(value)  # raises TypeError for what has no fixed value
+    return (kind, value)  # with its type: 1, 1.0 and True are equal, and so are Markup('<b>') and '<b>'
+
+
 class Renderer:
     def __init__(self, config: Config, templates: Path = TEMPLATES, compiled: BytecodeCache | None = None) -> None:
         self.env = Environment(
@@ -73,7 +119,7 @@ class Renderer:
             lstrip_blocks=True,
             keep_trailing_newline=True,
         )
-        self.env.globals.update(site=config, stack_names={k.value: v for k, v in STACK_NAMES.items()})
+        self.env.globals.update(site=config, stack_names={k.value: v for k, v in STACK_NAMES.items()}, once=Once())
         self.env.filters["breakable"] = breakable
         self._keys: dict[str, str] = {}
 
