@@ -220,6 +220,7 @@ def _build(
         """Write the files of plain content, or keep them where an update finds them as they were."""
         for page in plain:
             body = page.body or ""
+            assert not callable(body)  # a file of plain content
             data = body.encode("utf-8") if isinstance(body, str) else body
             if not cache.enabled:
                 writer.add(page.path, data)
