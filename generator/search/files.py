@@ -166,8 +166,11 @@ def _pickled(terms: dict[str, int]) -> bytes:
     return pickle.dumps(terms, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+_MARKS = str.maketrans({"`": None, "*": None, "\n": " "})  # markdown's code and emphasis marks go; lines join
+
+
 def _plain(text: str) -> str:
-    return re.sub(r"[`*]+", "", text)
+    return text.translate(_MARKS)
 
 
 def _doc_file(catalog: Catalog, slug: str) -> str:
@@ -175,7 +178,7 @@ def _doc_file(catalog: Catalog, slug: str) -> str:
     excerpt is cut from."""
     rec = catalog.records[slug]
     fields = text_fields(rec.entry)
-    text = " ".join(_plain(x).replace("\n", " ") for x in (*fields["symptoms"], *fields["body"]))
+    text = " ".join(_plain(x) for x in (*fields["symptoms"], *fields["body"]))
     return _json({"slug": slug, "title": rec.head.title, "summary": rec.head.summary, "category": _category_title(catalog, slug),
                   "tags": list(rec.tags), "text": " ".join(text.split())[:EXCERPT_CHARS]})
 
