@@ -36,6 +36,20 @@ def test_check_reports_an_unknown_or_malformed_slug_at_its_line_and_column(run_c
     assert "[[Not A Slug]]: not an entry's slug" in out
 
 
+def test_a_name_in_brackets_that_is_no_slug_is_reported_on_its_own_and_code_is_not(run_cli, tmp_path: Path) -> None:
+    """What an entry's prose writes in [[...]] is checked whatever it is (the parse keeps every
+    such name, Head.named, so that a build checks only the entries that name something unknown);
+    the same brackets in inline code are no link."""
+    files = sample_files()
+    files["memory/gpu-oom.yaml"] = {**files["memory/gpu-oom.yaml"], "mechanism": "Memory runs out; see [[CUDA OOM]].\n"}
+    files["distributed/nccl-hang.yaml"] = {**files["distributed/nccl-hang.yaml"], "mechanism": "Docker says `capabilities: [[gpu]]` here.\n"}
+    root = write_tree(tmp_path / "entries", files)
+    code, out, _ = run_cli("check", "--entries", str(root))
+    assert code == 1
+    assert "memory/gpu-oom.yaml" in out and "[[CUDA OOM]]: not an entry's slug" in out
+    assert "[[gpu]]" not in out
+
+
 def test_the_real_pages_link_the_entries_their_text_names(browser, site_url: str) -> None:
     page = browser.new_page()
     page.goto(site_url + "cuda-out-of-memory/")

@@ -21,11 +21,11 @@ from typing import Any, TypeVar, cast
 from .load import LoadError, PathKey, Position, Positions, load_yaml, shown
 from .parallel import run_parallel
 from .problems import BuildFailed, Problem
-from .prose import without_code
+from .prose import NAMED_RE
 from .read import Source, read_entry
 from .searchterms import member_terms
 from .schema import SLUG_RE, Category, Entry, Tag, Verification
-from .validate import Body, Head, Parsed, parse_categories, parse_entry, parse_synonyms, parse_tags, parse_verified, prose_fields, suggest
+from .validate import Body, Head, Parsed, parse_categories, parse_entry, parse_synonyms, parse_tags, parse_verified, suggest
 
 __all__ = ["Catalog", "Record", "build_catalog", "normalize_tag"]
 
@@ -369,8 +369,7 @@ def build_catalog(
     raws = {path: raw for path, _category, _slug, raw in source.entries}
     for slug, rec in records.items():
         raw = raws.get(rec.path)
-        # a file not read this time (unchanged since it passed) can only break by a target's removal
-        if any(t not in known for t in rec.head.xrefs) or (raw is not None and b"[[" in raw):
+        if any(name not in known for name in rec.head.named):
             problems.extend(_xref_problems(source, rec, raw, known))
 
     if any(p.severity == "error" for p in problems):
@@ -441,22 +440,16 @@ def build_catalog(
     )
 
 
-# Anything in double brackets that reads as a name: not an index (`x[[0, 1]]`, after a word or
-# a bracket) and not data with no letter in it (`input_ids=[[1, 5, 130]]` in an inline example).
-_XREF_ANY_RE = re.compile(r"(?<![\w\])])\[\[([^\]\n]*[A-Za-z][^\]\n]*)\]\]")
-
-
 def _xref_problems(source: Source, rec: Record, raw: bytes | None, known: set[str]) -> list[Problem]:
     """Each `[[...]]` in the entry's file that names no entry, at its line and column."""
     # Only what the page's prose writes in brackets (a fingerprint's example may quote `[[gpu]]`).
-    written = set(_XREF_ANY_RE.findall(without_code("\n".join(prose_fields(rec.entry)))))
     text = (raw if raw is not None else read_entry(source, rec.category, rec.slug)).decode("utf-8", "replace")
-    return _xref_scan(rec.path, text, known, written)
+    return _xref_scan(rec.path, text, known, set(rec.head.named))
 
 
 def _xref_scan(path: str, text: str, known: set[str], written: set[str] | None = None) -> list[Problem]:
     out = []
-    for m in _XREF_ANY_RE.finditer(text):
+    for m in NAMED_RE.finditer(text):
         name = m.group(1)
         if name in known or (written is not None and name not in written):
             continue

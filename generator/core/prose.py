@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MENTION_RE", "XREF_RE", "without_code"]
+__all__ = ["MENTION_RE", "NAMED_RE", "XREF_RE", "without_code"]
 
 _CODE_RE = re.compile(r"^(```|~~~).*?^\1|(`+)[^`].*?\2", re.S | re.M)  # fenced blocks and inline code spans
 
@@ -17,6 +17,10 @@ def without_code(text: str) -> str:
 
 
 XREF_RE = re.compile(r"\[\[([a-z0-9]+(?:-[a-z0-9]+)*)\]\]")  # [[slug]]: a link to that entry, with its title
+# Anything in double brackets that reads as a name, a slug or not (each must name an entry): not an
+# index (`x[[0, 1]]`, after a word or a bracket) and not data with no letter in it
+# (`input_ids=[[1, 5, 130]]` in an inline example).
+NAMED_RE = re.compile(r"(?<![\w\])])\[\[([^\]\n]*[A-Za-z][^\]\n]*)\]\]")
 # A bare slug-shaped word. The repeats are possessive: giving back a character or a '-part' leaves
 # a letter, digit or '-' next, which the lookahead refuses anyway, so only the retries are saved.
 MENTION_RE = re.compile(r"(?<![\w/.-])[a-z0-9]++(?:-[a-z0-9]++)++(?![\w/-]|\.\w)")

@@ -22,7 +22,7 @@ from .load import LoadError, Loaded, PackedPositions, PathKey, Positions, load_y
 from .metrics import PATTERNS, read, spellings
 from .patterns import MAX_LINE, check_pattern, compile_pattern, plain_number, required_literals
 from .problems import Problem
-from .prose import MENTION_RE, XREF_RE, without_code
+from .prose import MENTION_RE, NAMED_RE, XREF_RE, without_code
 from .schema import SLUG_RE, STRENGTH_SCORE, Category, Entry, Fingerprint, Language, SynonymGroup, Tag, Verification
 
 __all__ = [
@@ -88,8 +88,9 @@ class Head:
     often_causes: tuple[str, ...]
     fix_summary: str
     first_steps: tuple[str, ...]  # the fix's first FIRST_STEPS steps (markdown), for diagnose's answer
-    xrefs: tuple[str, ...]  # what the text names in [[...]] (checked: each must be an entry)
+    xrefs: tuple[str, ...]  # the slugs its prose names in [[...]]: links to those entries
     mentions: tuple[str, ...]  # slug-shaped words of its prose: the entries among them become links
+    named: tuple[str, ...]  # every name its prose writes in [[...]], a slug or not (checked: each must be an entry)
     fingerprints: tuple[FingerprintHead, ...]
     # Digests made here, once per version of the file: of the fingerprints, and of everything the
     # entry puts in api/fingerprints.json. A rebuild compares them instead of the data.
@@ -104,17 +105,18 @@ class Head:
         fingerprints_key = _digest(repr(fingerprints))
         first_steps = tuple(e.fix.steps[:FIRST_STEPS])
         matcher_key = _digest(repr((e.title, e.summary, e.fix.summary, first_steps, tuple(e.often_causes), fingerprints_key)))
-        xrefs, mentions = cross_references(e)
-        return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary, first_steps, xrefs, mentions,
+        xrefs, mentions, named = cross_references(e)
+        return cls(e.title, e.summary, tuple(e.tags), tuple(e.related), tuple(e.often_causes), e.fix.summary, first_steps, xrefs, mentions, named,
                    fingerprints, fingerprints_key, matcher_key, _digest(repr(sorted(text_fields(e).items()))), reproduce_key(e))
 
 
-def cross_references(e: Entry) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """([[...]] targets in the order written, the distinct slug-shaped words of the prose)."""
+def cross_references(e: Entry) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """([[slug]] targets in the order written, the distinct slug-shaped words of the prose, the
+    distinct names written in [[...]])."""
     text = without_code("\n".join(prose_fields(e)))
     xrefs = tuple(dict.fromkeys(m.group(1) for m in XREF_RE.finditer(text)))
     mentions = tuple(sorted({m.group(0) for m in MENTION_RE.finditer(text)} - set(xrefs)))
-    return xrefs, mentions
+    return xrefs, mentions, tuple(dict.fromkeys(NAMED_RE.findall(text)))
 
 
 def prose_fields(e: Entry) -> list[str]:
