@@ -7,7 +7,9 @@ import re
 
 __all__ = ["MENTION_RE", "NAMED_RE", "XREF_RE", "without_code"]
 
-_CODE_RE = re.compile(r"^(```|~~~).*?^\1|(`+)[^`].*?\2", re.S | re.M)  # fenced blocks and inline code spans
+# Fenced blocks and inline code spans. The lookahead lets the engine skip to a '`' or '~' before
+# trying either branch at a position.
+_CODE_RE = re.compile(r"(?=[`~])(?:^(```|~~~).*?^\1|(`+)[^`].*?\2)", re.S | re.M)
 
 
 def without_code(text: str) -> str:
