@@ -10,7 +10,6 @@ Pure but for the memo store a caller may pass (`store`, see `Memo`): `build_cata
 from __future__ import annotations
 
 import hashlib
-import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, MutableMapping
