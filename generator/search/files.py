@@ -30,7 +30,7 @@ from ..core.entrytext import text_fields
 from ..core.safejson import safe_json as _json
 from .postings import Postings
 from .query import (CONFIDENT, EXACT, GROUP, LONG_PASTE, PREFIX, PREFIX_MAX, SLACK_PER, TYPO, TYPO_MIN, WEAK_NUDGE, Synonyms, doc_terms,
-                    entry_texts)
+                    entry_texts, vocabulary)
 from ..core.searchterms import STOP
 
 __all__ = ["PAIRS_ON_SEARCH_PAGE", "PAIR_MIN", "TagPair", "fingerprint_files", "index_postings", "search_files", "shard_of", "tag_pairs"]
@@ -112,10 +112,8 @@ def _syn_key(catalog: Catalog) -> str:
 def _terms_inputs(catalog: Catalog) -> dict[str, Any]:
     """slug → what its terms are made of: its text, its tags and their aliases, the synonyms."""
     syn = _syn_key(catalog)
-    return {
-        slug: (rec.head.text_key, rec.tags, tuple(catalog.tags[t].aliases if t in catalog.tags else () for t in rec.tags), syn)
-        for slug, rec in catalog.records.items()
-    }
+    aliases = {name: tag.aliases for name, tag in catalog.tags.items()}
+    return {slug: (rec.head.text_key, rec.tags, tuple(aliases.get(t, ()) for t in rec.tags), syn) for slug, rec in catalog.records.items()}
 
 
 def index_postings(catalog: Catalog, jobs: int | None = 1) -> Postings:
@@ -222,6 +220,7 @@ def search_files(catalog: Catalog, fingerprints_key: str | None = None, jobs: in
     (kept apart in the build cache under `fingerprints_key`: an edit of an entry's text leaves them).
     Each entry's terms and doc file are made in up to `jobs` workers."""
     postings = index_postings(catalog, jobs)
+    vocab = vocabulary(postings.stats)
     slugs = sorted(catalog.records)  # doc id → slug
     shards, fp_files = catalog.derived("search fingerprint shards", fingerprint_files, fingerprints_key)
     tag_ids = {t: i for i, t in enumerate(catalog.tags)}
@@ -233,7 +232,7 @@ def search_files(catalog: Catalog, fingerprints_key: str | None = None, jobs: in
         "categories": [[c.name, c.title, len(catalog.by_category[c.name])] for c in catalog.categories.values()],
         "fp_shards": shards,
         "docs": postings.docs,
-        "vocab": postings.vocab_keys(),
+        "vocab": sorted(vocab),
         "synonyms": Synonyms.of(catalog.synonyms).as_json(),
         "stop": sorted(STOP),
         "rank": {"exact": EXACT, "group": GROUP, "prefix": PREFIX, "typo": TYPO, "prefix_max": PREFIX_MAX, "typo_min": TYPO_MIN,
@@ -243,9 +242,11 @@ def search_files(catalog: Catalog, fingerprints_key: str | None = None, jobs: in
         "cat": [cat_ids.get(catalog.records[s].category, -1) for s in slugs],
         "tags": [[tag_ids[t] for t in catalog.records[s].tags] for s in slugs],
     }
-    files = [("search/meta.json", _json(meta)), ("search/docs.json", _json(docs)), *fp_files, *postings.files()]
-    texts = catalog.derived_each("search doc files", {s: (catalog.records[s].head.text_key, catalog.records[s].head.title, catalog.records[s].head.summary,
-                                                          catalog.records[s].tags, _category_title(catalog, s)) for s in slugs},
+    files = [("search/meta.json", _json(meta)), ("search/docs.json", _json(docs)), *fp_files, *postings.files(vocab)]
+    titles = {c: catalog.categories[c].title for c in catalog.categories}
+    records = catalog.records
+    texts = catalog.derived_each("search doc files", {s: (r.head.text_key, r.head.title, r.head.summary, r.tags, titles.get(r.category, r.category))
+                                                      for s in slugs for r in (records[s],)},
                                  lambda slug: _doc_file(catalog, slug), jobs)
     files += [(f"search/doc/{i}.json", t) for i, t in enumerate(texts)]
     return files

@@ -15,7 +15,7 @@ Pure: data in, data out.
 from __future__ import annotations
 
 import json
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -65,11 +65,11 @@ class Postings:
         """What `made` gives once the entries in `changes` hold their new terms (the number of
         entries is the same). Raises LookupError where this index lacks a posting that a change's
         terms then say it holds (the terms it was made from were not those)."""
-        chunk_of = self._chunk_of()
+        firsts = [terms[0] for terms, _ in self.chunks]  # the chunks hold the terms in order
         decoded: dict[int, dict[str, list[int]]] = {}
 
         def encoded(t: str) -> list[int]:
-            i = chunk_of[t]
+            i = bisect_right(firsts, t) - 1
             if i not in decoded:
                 decoded[i] = json.loads(self.chunks[i][1])
             return decoded[i][t]
@@ -112,11 +112,12 @@ class Postings:
                 chunks.append((c, _chunk_text(c, {t: fresh[t] if t in touched else encoded(t) for t in c})))
         return Postings(self.docs, stats, tuple(chunks))
 
-    def files(self) -> list[tuple[str, str]]:
-        """(site path, JSON text) of the postings chunks and the vocabulary shards."""
+    def files(self, vocab: Mapping[str, list[str]] | None = None) -> list[tuple[str, str]]:
+        """(site path, JSON text) of the postings chunks and the vocabulary shards; `vocab`:
+        `vocabulary(self.stats)`, where the caller has made it already."""
         out = [(f"search/p/{i}.json", text) for i, (_, text) in enumerate(self.chunks)]
         chunk_of = self._chunk_of()
-        for key, terms in sorted(vocabulary(self.stats).items()):
+        for key, terms in sorted((vocab if vocab is not None else vocabulary(self.stats)).items()):
             shard = {"t": terms, "f": [self.stats[t][0] for t in terms], "c": [chunk_of[t] for t in terms]}
             out.append((f"search/v/{key}.json", _json(shard)))
         return out
@@ -124,10 +125,6 @@ class Postings:
     def _chunk_of(self) -> dict[str, int]:
         """term → the number of the chunk that holds its postings."""
         return {t: i for i, (terms, _) in enumerate(self.chunks) for t in terms}
-
-    def vocab_keys(self) -> list[str]:
-        """The vocabulary shards' keys, sorted (meta.json lists them)."""
-        return sorted(vocabulary(self.stats))
 
     def terms(self) -> dict[str, tuple[int, list[tuple[int, int]]]]:
         """term → (idf × 100, [(doc id, weight), ...]): SearchIndex.terms, decoded (for tests
