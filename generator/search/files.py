@@ -243,10 +243,8 @@ def search_files(catalog: Catalog, fingerprints_key: str | None = None, jobs: in
         "tags": [[tag_ids[t] for t in catalog.records[s].tags] for s in slugs],
     }
     files = [("search/meta.json", _json(meta)), ("search/docs.json", _json(docs)), *fp_files, *postings.files(vocab)]
-    titles = {c: catalog.categories[c].title for c in catalog.categories}
-    records = catalog.records
-    texts = catalog.derived_each("search doc files", {s: (r.head.text_key, r.head.title, r.head.summary, r.tags, titles.get(r.category, r.category))
-                                                      for s in slugs for r in (records[s],)},
-                                 lambda slug: _doc_file(catalog, slug), jobs)
+    inputs = {s: (catalog.records[s].head.text_key, catalog.records[s].head.title, catalog.records[s].head.summary,
+                  catalog.records[s].tags, _category_title(catalog, s)) for s in slugs}
+    texts = catalog.derived_each("search doc files", inputs, lambda slug: _doc_file(catalog, slug), jobs)
     files += [(f"search/doc/{i}.json", t) for i, t in enumerate(texts)]
     return files
