@@ -48,7 +48,7 @@ import re
 import secrets
 import zlib
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -473,8 +473,7 @@ class BuildCache:
             self.write_file("reads.pickle", pickle.dumps(numbered, protocol=pickle.HIGHEST_PROTOCOL))
             if held:
                 self._take_reads(numbered)
-                if self.known is not None:  # and the cards and matcher items, which a file does not keep
-                    self.known = replace(self.known, cards=known.cards, matcher=known.matcher)
+                self.known = known  # what reads.pickle gives back, and the cards and matcher items it does not keep
         elif held:
             self._reads, self._subjects, self.made, self.known = [], [], {}, None  # as load_parsed finds it
         meta = {"format": FORMAT, "stamp": stamp, "site": str(site), "pages": pages, "entries": entries}
