@@ -101,9 +101,9 @@ def _frozen(value: Any) -> Hashable:
     if kind in _PLAIN:
         return cast(Hashable, value)
     if kind is dict:
-        return (dict, *((k if type(k) is str else _frozen(k), v if type(v) in _PLAIN else _frozen(v)) for k, v in value.items()))
+        return (dict, *((_frozen(k), _frozen(v)) for k, v in value.items()))
     if kind is tuple or kind is list:
-        return (kind, *(v if type(v) in _PLAIN else _frozen(v) for v in value))
+        return (kind, *map(_frozen, value))
     hash(value)  # raises TypeError for what has no fixed value
     return (kind, value)  # with its type: 1, 1.0 and True are equal, and so are Markup('<b>') and '<b>'
 
