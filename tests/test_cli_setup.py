@@ -50,6 +50,15 @@ def test_version(run_cli) -> None:
     assert code == 0 and out.startswith("failpedia ")
 
 
+def test_the_version_is_looked_up_only_when_asked() -> None:
+    """Every command parses its arguments: the installed version (importlib.metadata) is found
+    only for --version."""
+    script = ("import sys\nfrom generator.surfaces.cli import _parser\n_parser().parse_args(['build', '--server'])\n"
+              "print('importlib.metadata' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr
+
+
 def test_build_hint_names_a_command_this_shell_can_run(sample: Path, tmp_path: Path) -> None:
     """After `make site` the venv is not on PATH: the hint must not say a bare `failpedia`."""
     path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if Path(p).resolve() != Path(sys.executable).parent.resolve())

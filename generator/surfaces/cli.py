@@ -412,13 +412,25 @@ def _version() -> str:
         return "(not installed)"
 
 
+class _Version(argparse.Action):
+    """--version, looked up only when asked: importlib.metadata and the look-up would otherwise
+    cost every command a few hundredths of a second (a build answered by the build server is 0.1 s)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str = "show the version and exit") -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option_string: str | None = None) -> None:
+        print(f"failpedia {_version()}")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="failpedia", description="Build and query the Failpedia encyclopedia of ML-training failures.",
         epilog="exit status: 0 done (diagnose/search: found); 1 diagnose/search: nothing matched, check/build: the entries have errors; "
                "2 bad arguments or unreadable input; 3 cannot work here (no entries, entries with errors, bad settings)",
     )
-    parser.add_argument("--version", action="version", version=f"failpedia {_version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("check", help="validate every entry and print every problem")
