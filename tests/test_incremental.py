@@ -816,3 +816,81 @@ def test_a_patched_search_index_equals_one_made_from_every_entry() -> None:
     assert kept_texts > 4  # the reuse was exercised (these random edits touch terms in most chunks)
     with pytest.raises(LookupError):
         index.patched({0: ({"no-such-term": 1}, {})})
+
+
+def _catalog_parts(c) -> tuple:
+    """Everything a catalog holds, its warnings worded and placed."""
+    return ({s: (r.category, r.path, r.head, r.tags) for s, r in c.records.items()}, c.tags, c.categories, c.aliases, c.by_tag,
+            c.by_category, c.backlinks, c.caused_by, c.similar, c.synonyms, c.verified, c.warning_count, c.warnings)
+
+
+def test_a_catalog_patched_from_the_last_is_the_one_checking_everything_makes(project) -> None:
+    """A build that holds the last catalog (the build server, the dev server) patches it where an
+    edit changes nothing a cross-entry rule reads. After every kind of change, what it gets is
+    what checking every file again gets: records, indexes, similar entries, the warnings with
+    their lines; and it is a patch exactly when the edit left the links alone."""
+    from generator.core.catalog import build_catalog
+    from generator.core.problems import BuildFailed
+    from generator.core.read import read_entry, read_source
+    from generator.core.validate import parse_entry
+
+    script = "print('RuntimeError: CUDA out of memory')\n"
+    reproduce = {"platform": "cpu", "packages": ["torch>=2.0,<3"], "matches": [0], "script": script}
+    fingerprint = [{"pattern": "CUDA out of memory", "strength": "definitive", "examples": ["RuntimeError: CUDA out of memory"]}]
+    recorded = valid_entry(title="GPU OOM", related=["ddp-oom"], often_causes=["nccl-hang"], fingerprints=fingerprint, reproduce=reproduce)
+    key = parse_entry(yaml.safe_dump(recorded).encode(), "x.yaml")[0].head.reproduce_key
+    write_tree(project["entries"], {
+        "memory/gpu-oom.yaml": recorded,
+        "memory/pinned-oom.yaml": valid_entry(title="Pinned memory OOM", related=["gpu-oom"]),  # not returned: a warning at related[0]
+        "verified.yaml": {"verified": {"gpu-oom": {"result": "reproduced", "date": "2026-12-01", "platform": "cpu", "python": "3.11.7",
+                                                   "packages": {"torch": "2.14.1"}, "expected": [0], "matched": [0], "reproduce": key}}},
+    })
+    parses: dict[tuple[str, bytes], tuple] = {}  # one result per file content, as a build's held parse results
+
+    def inputs():
+        source = read_source(project["entries"])
+        results = {}
+        for path, category, slug, raw in source.entries:
+            raw = raw if raw is not None else read_entry(source, category, slug)
+            results[path] = parses[path, raw] if (path, raw) in parses else parses.setdefault((path, raw), parse_entry(raw, path))
+        return source, results
+
+    def build_both(last):
+        source, results = inputs()
+        return build_catalog(source, results, {}, last), build_catalog(source, results, {})
+
+    def long_summary(p) -> None:  # wraps over lines: the related links below it move down
+        edit_entry(p, "memory/pinned-oom.yaml", summary="A host runs out of memory while the loader workers each hold a copy. " * 4)
+
+    def new_script(p) -> None:  # another reproduce section: the record no longer speaks for it
+        edit_entry(p, "memory/gpu-oom.yaml", reproduce={**reproduce, "script": script + "# again\n"})
+
+    def broken(p) -> None:
+        edit_entry(p, "memory/pinned-oom.yaml", related=["no-such-entry"])
+
+    def unknown_name(p) -> None:
+        edit_entry(p, "memory/pinned-oom.yaml", mechanism=valid_entry()["mechanism"] + " See [[no-such-entry]].")
+
+    edits = [("summary", CHANGES["entry text"], True), ("lines moved", long_summary, True), ("title", CHANGES["entry title (shown on linked pages)"], True),
+             ("reproduce section", new_script, False), ("tags", CHANGES["entry tags"], False),
+             ("links", CHANGES["entry links (similar entries change)"], False), ("new entry", CHANGES["new entry"], False),
+             ("tag registry", CHANGES["tag registry"], False), ("removed entry", CHANGES["removed entry"], False),
+             ("an error", broken, None), ("the error mended", lambda p: edit_entry(p, "memory/pinned-oom.yaml", related=["gpu-oom"]), True),
+             ("a name in brackets that is no entry", unknown_name, None)]
+    last, _ = build_both(None)
+    for name, change, patched in edits:
+        before = last.warnings
+        change(project)
+        if patched is None:
+            with pytest.raises(BuildFailed):
+                build_catalog(*inputs(), {}, last)
+            continue
+        now, afresh = build_both(last)
+        assert _catalog_parts(now) == _catalog_parts(afresh), name
+        kept = [s for s in now.records if s in last.records and now.records[s] is last.records[s]]
+        assert bool(kept) == patched, name  # a patch keeps every untouched record; checking again makes each anew
+        if name == "lines moved":
+            assert [w.line for w in now.warnings] != [w.line for w in before]
+        if name == "reproduce section":
+            assert now.warning_count == last.warning_count + 1
+        last = now

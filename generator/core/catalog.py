@@ -13,8 +13,8 @@ import hashlib
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, MutableMapping
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass, field, replace
+from functools import cached_property, partial
 from typing import Any, TypeVar, cast
 
 from .load import LoadError, PathKey, Position, Positions, load_yaml, shown
@@ -72,6 +72,7 @@ class Catalog:
     warning_count: int = 0
     make_warnings: Callable[[], tuple[Problem, ...]] = field(default=tuple, repr=False, compare=False)
     memo: Memo | None = field(default=None, repr=False, compare=False)  # see `derived`
+    basis: _Basis | None = field(default=None, repr=False, compare=False)  # what it was made from (build_catalog's `last`)
 
     @cached_property
     def warnings(self) -> tuple[Problem, ...]:
@@ -300,13 +301,20 @@ _NOT_RETURNED = "related link to '{}' is not returned (add '{}' to its related)"
 
 
 def build_catalog(
-    source: Source, parsed_files: Mapping[str, ParseResult] | None = None, store: MutableMapping[str, Any] | None = None
+    source: Source, parsed_files: Mapping[str, ParseResult] | None = None, store: MutableMapping[str, Any] | None = None,
+    last: Catalog | None = None,
 ) -> Catalog:
     """Validate every file and every cross-entry rule; raise BuildFailed with all errors.
 
     `parsed_files` (display path → parse result) lets the caller supply results it already has
     (from the build cache, or parsed in parallel); other files are parsed here. `store` carries
-    derived indexes from one build to the next (see `Memo`; the build cache keeps it)."""
+    derived indexes from one build to the next (see `Memo`; the build cache keeps it). `last`:
+    the catalog the previous build in this process made; where every difference is in what no
+    cross-entry rule reads, it is patched (`_patched`) instead of checked again."""
+    if last is not None and last.basis is not None and parsed_files is not None:
+        patched = _patched(last, last.basis, source, parsed_files, store)
+        if patched is not None:
+            return patched
     problems: list[Problem] = list(source.problems)
     tags, aliases = _registry_tags(source, problems)
     synonyms = _registry_synonyms(source, problems)
@@ -415,12 +423,6 @@ def build_catalog(
             if len(slugs) == 1:
                 pending.append((source.tags[0], None, None, f"tag '{t}' is used by a single entry ({slugs[0]})", ()))
 
-    def warning(path: str, loaded: Positions | None, at: PathKey | None, message: str, values: tuple[str, ...]) -> Problem:
-        line, col = loaded.where(at) if loaded is not None and at is not None else (0, 0)
-        return Problem(path, line, col, message.format(*values) if values else message, "warning")
-
-    def make_warnings() -> tuple[Problem, ...]:
-        return tuple(sorted(warning(*item) for item in pending))
     return Catalog(
         records=records,
         tags=tags,
@@ -434,8 +436,90 @@ def build_catalog(
         similar=memo.get("similar", lambda: _similar(records, by_tag)) if memo is not None else _similar(records, by_tag),
         verified={slug: v for slug, (v, _at) in sorted(record.items()) if slug in records},
         warning_count=len(pending),
-        make_warnings=make_warnings,
+        make_warnings=partial(_warnings, pending),
         memo=memo,
+        basis=_basis(source, parsed_files, pending),
+    )
+
+
+def _basis(source: Source, parsed_files: Mapping[str, ParseResult] | None, pending: list[_Pending]) -> _Basis | None:
+    """What a catalog was made from, when every file's parse result was given."""
+    if parsed_files is None or source.problems:
+        return None
+    results = {path: parsed_files[path] for path, _category, _slug, _raw in source.entries if path in parsed_files}
+    if len(results) != len(source.entries):
+        return None
+    return _Basis(_registries(source), tuple((path, category, slug) for path, category, slug, _raw in source.entries), results, pending)
+
+
+_Pending = tuple[str, "Positions | None", "PathKey | None", str, tuple[str, ...]]
+
+
+def _warnings(pending: list[_Pending]) -> tuple[Problem, ...]:
+    """Every warning, worded and placed (Catalog.warnings, on first use)."""
+    def warning(path: str, loaded: Positions | None, at: PathKey | None, message: str, values: tuple[str, ...]) -> Problem:
+        line, col = loaded.where(at) if loaded is not None and at is not None else (0, 0)
+        return Problem(path, line, col, message.format(*values) if values else message, "warning")
+
+    return tuple(sorted(warning(*item) for item in pending))
+
+
+@dataclass(frozen=True)
+class _Basis:
+    """What a catalog without a problem was made from: the registries, the entry files (path,
+    category, slug), each file's parse result and the warnings to word."""
+
+    registries: tuple[tuple[str, bytes] | None, ...]
+    files: tuple[tuple[str, str, str], ...]
+    results: dict[str, ParseResult]
+    pending: list[_Pending]
+
+
+def _registries(source: Source) -> tuple[tuple[str, bytes] | None, ...]:
+    return source.tags, source.categories, source.synonyms, source.verified
+
+
+def _same_links(a: Head, b: Head) -> bool:
+    """Whether two versions of an entry read alike to every cross-entry rule: its tags, links,
+    the names its prose writes in brackets and what a verify record must name."""
+    return (a.tags == b.tags and a.related == b.related and a.often_causes == b.often_causes and a.named == b.named
+            and a.reproduce_key == b.reproduce_key)
+
+
+def _patched(last: Catalog, basis: _Basis, source: Source, parsed_files: Mapping[str, ParseResult],
+             store: MutableMapping[str, Any] | None) -> Catalog | None:
+    """`last` with the records of the files whose parse result changed replaced, or None when
+    that would not be what checking everything again makes: the registries or the set of files
+    differ, or a changed file has a problem or differs in what a cross-entry rule reads
+    (`_same_links`). The indexes, the similar entries and the warnings stay; a warning keeps its
+    place in the file as it is now (the positions of the new parse)."""
+    if source.problems or _registries(source) != basis.registries or len(source.entries) != len(basis.files):
+        return None
+    records = dict(last.records)
+    results: dict[str, ParseResult] = {}
+    moved: dict[int, Positions] = {}  # id of a replaced parse's positions → the new parse's
+    for (path, category, slug, _raw), was in zip(source.entries, basis.files):
+        if (path, category, slug) != was:
+            return None
+        now = parsed_files.get(path)
+        if now is None:
+            return None
+        then = basis.results[path]
+        results[path] = now
+        if now is then:
+            continue
+        p, q = now[0], then[0]  # a file with a problem has no parse result
+        if p is None or q is None or (p.head is not q.head and not _same_links(p.head, q.head)):
+            return None
+        records[slug] = Record(slug, category, path, p.head, records[slug].tags, p.body)
+        if p.loaded is not q.loaded:
+            moved[id(q.loaded)] = p.loaded
+    pending = [(f, moved.get(id(at), at), key, message, values) for f, at, key, message, values in basis.pending] if moved else basis.pending
+    memo = Memo(store, last.memo.shape if last.memo is not None else _shape(records, last.categories)) if store is not None else None
+    return replace(
+        last, records=records, memo=memo, make_warnings=partial(_warnings, pending),
+        similar=memo.get("similar", lambda: last.similar) if memo is not None else last.similar,
+        basis=_Basis(basis.registries, basis.files, results, pending),
     )
 
 

@@ -188,10 +188,12 @@ def _build(
     progress(f"checking {len(source.entries)} entries")
     parsed = parse_all(source, hashes, cache, jobs, warm.parsed if warm is not None else None)
     try:
-        catalog = build_catalog(source, parsed, cache.memo if cache.enabled else None)
+        catalog = build_catalog(source, parsed, cache.memo if cache.enabled else None, warm.catalog if warm is not None else None)
     except BuildFailed:
         cache.save_parsed(set(hashes.values()))  # the valid files stay known
         raise
+    if warm is not None:
+        warm.catalog = catalog
     dates = dates_at(entries, head, cache.memo if cache.enabled else None)
     from .reuse import Reuse
 

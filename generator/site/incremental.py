@@ -40,7 +40,7 @@ from ..core.problems import FailpediaError
 from .write import identity
 
 if TYPE_CHECKING:
-    from ..core.catalog import ParseResult
+    from ..core.catalog import Catalog, ParseResult
     from .pages import Page
     from .reads import Made, Read, Reader
     from .reuse import Reuse
@@ -63,6 +63,7 @@ class Warm:
     parsed: dict[tuple[str, str], ParseResult] | None = None  # (entry file, digest) → its parse result, from the cache
     reuse: Reuse | None = None
     renderer: tuple[str, Renderer] | None = None  # (the templates' stamp and the settings, the renderer)
+    catalog: Catalog | None = None  # the last catalog, patched by the next build where it can be (build_catalog's `last`)
     pending: Callable[[], None] | None = None
 
     def settle(self) -> None:
@@ -77,7 +78,7 @@ class Warm:
 
     def drop(self) -> None:
         """Forget everything (a build failed part way: what it held may be half made)."""
-        self.cache = self.parsed = self.reuse = self.renderer = self.pending = None
+        self.cache = self.parsed = self.reuse = self.renderer = self.catalog = self.pending = None
 
 
 GIT_DATES = "git dates"  # their name in the memo store: ((git HEAD, the entries folder), the dates read then)

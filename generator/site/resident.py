@@ -73,6 +73,7 @@ class ResidentSite:
         self._parsed: dict[tuple[str, str], ParseResult] = {}  # (entry file, digest of its bytes) → its parse result
         self._sigs: dict[str, FileSig] = {}  # entry files parsed without error → their signature when read
         self._store: dict[str, Any] = {}  # the catalog's memo
+        self._catalog: Catalog | None = None  # the last patch's, patched by the next where it can be (build_catalog's `last`)
         self._written: dict[str, str] = {}  # site path → key of its file (build.page_key, or the digest of its bytes)
         self._made: dict[str, Made] = {}  # rendered page → its plan and what it looked up when it rendered
         self._known: Known | None = None  # what the last patch's reader found, taken over where nothing changed
@@ -114,7 +115,7 @@ class ResidentSite:
         self._sigs = {path: source.signatures.get(path) or known[path] for path in hashes
                       if results[path][0] is not None and (path in source.signatures or path in known)}
 
-        catalog = build_catalog(source, results, self._store)
+        catalog = self._catalog = build_catalog(source, results, self._store, self._catalog)
         dates = dates_at(self.entries, git_head(self.entries), self._store)
         plan = plan_pages(catalog, self.config, dates, search=True, contents=hashes, before=self._known, reuse=Reuse(self._reuse))
         pages, reader = plan.pages, plan.reader
