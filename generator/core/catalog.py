@@ -497,7 +497,7 @@ def _patched(last: Catalog, basis: _Basis, source: Source, parsed_files: Mapping
         return None
     records = dict(last.records)
     results: dict[str, ParseResult] = {}
-    moved: dict[int, Positions] = {}  # id of a replaced parse's positions → the new parse's
+    moved: dict[str, Positions] = {}  # entry file parsed anew → the new parse's positions
     for (path, category, slug, _raw), was in zip(source.entries, basis.files):
         if (path, category, slug) != was:
             return None
@@ -513,8 +513,10 @@ def _patched(last: Catalog, basis: _Basis, source: Source, parsed_files: Mapping
             return None
         records[slug] = Record(slug, category, path, p.head, records[slug].tags, p.body)
         if p.loaded is not q.loaded:
-            moved[id(q.loaded)] = p.loaded
-    pending = [(f, moved.get(id(at), at), key, message, values) for f, at, key, message, values in basis.pending] if moved else basis.pending
+            moved[path] = p.loaded
+    # A warning placed in an entry file is placed by that file's parse.
+    pending = [(f, moved[f] if at is not None and f in moved else at, key, message, values)
+               for f, at, key, message, values in basis.pending] if moved else basis.pending
     memo = Memo(store, last.memo.shape if last.memo is not None else _shape(records, last.categories)) if store is not None else None
     return replace(
         last, records=records, memo=memo, make_warnings=partial(_warnings, pending),
