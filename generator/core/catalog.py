@@ -4,7 +4,9 @@ Takes a `read.Source`, returns a `Catalog` (plus warnings) or raises BuildFailed
 problem of every file. Everything a page needs (tag index, backlinks, similar entries) exists
 here before the first page renders; search, diagnosis and the dev server query this object.
 Pure but for the memo store a caller may pass (`store`, see `Memo`): `build_catalog` and
-`Catalog.derived` write into it the results a next build may take over.
+`Catalog.derived` write into it the results a next build may take over. A caller that keeps the
+last catalog (the build server, the dev server) passes it as `last`: where an edit leaves every
+cross-entry rule's input alone, that catalog is patched instead of every file checked again.
 """
 
 from __future__ import annotations

@@ -414,7 +414,7 @@ def _version() -> str:
 
 class _Version(argparse.Action):
     """--version, looked up only when asked: importlib.metadata and the look-up would otherwise
-    cost every command a few hundredths of a second (a build answered by the build server is 0.1 s)."""
+    slow the start of every command (bench/README.md, "The catalog patched")."""
 
     def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str = "show the version and exit") -> None:
         super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
