@@ -14,6 +14,7 @@ import random
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -110,6 +111,17 @@ def make_corpus(source: Path, count: int, out: Path, seed: int = 1) -> int:
         folder.mkdir(exist_ok=True)
         (folder / f"{slug}.yaml").write_text(yaml.dump(entry, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8")
     return count
+
+
+def work_corpus(workdir: Path | None, count: int, prefix: str) -> tuple[Path, Path]:
+    """A benchmark's work folder (`workdir`, or a new temporary one) and a `count`-entry corpus
+    of the real entries in it (`corpus-<count>`, made once: a later run with the same
+    `--workdir` reuses it)."""
+    work = workdir or Path(tempfile.mkdtemp(prefix=prefix))
+    corpus = work / f"corpus-{count}"
+    if not corpus.exists():
+        make_corpus(Path(__file__).resolve().parent.parent / "entries", count, corpus)
+    return work, corpus
 
 
 def main(argv: list[str] | None = None) -> int:

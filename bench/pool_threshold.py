@@ -15,12 +15,11 @@ import argparse
 import gc
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import run
-from corpus import make_corpus
+from corpus import work_corpus
 
 sys.path.insert(0, str(run.REPO))
 from generator.core.config import Config  # noqa: E402
@@ -36,10 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--workdir", type=Path, default=None)
     args = p.parse_args(argv)
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="failpedia-pool-"))
-    corpus = work / f"corpus-{args.count}"
-    if not corpus.exists():
-        make_corpus(run.REPO / "entries", args.count, corpus)
+    work, corpus = work_corpus(args.workdir, args.count, "failpedia-pool-")
     seen: dict[str, object] = {}
     plan_pages, render_pages = P.plan_pages, B.render_pages
 

@@ -21,11 +21,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import run
-from corpus import make_corpus
+from corpus import work_corpus
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,10 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     if not shutil.which("hugo") or not pagefind:
         p.error("needs hugo (Debian's package) and pagefind (npm install pagefind) on the PATH")
     run.DROP_CACHES = os.access("/proc/sys/vm/drop_caches", os.W_OK)
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="failpedia-publish-"))
-    corpus = work / f"corpus-{args.count}"
-    if not corpus.exists():
-        make_corpus(run.REPO / "entries", args.count, corpus)
+    work, corpus = work_corpus(args.workdir, args.count, "failpedia-publish-")
     hugo_src, hugo_out = run.hugo_project(corpus, work / "hugo"), work / "hugo-public"
     checkouts = [c.resolve() for c in args.checkouts]
     for c in checkouts:

@@ -20,12 +20,11 @@ import argparse
 import shutil
 import statistics
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import run
-from corpus import make_corpus
+from corpus import work_corpus
 
 MARK = "Note: "  # put in front of a summary, and taken out again
 
@@ -48,10 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-search", action="store_true")
     p.add_argument("--workdir", type=Path, default=None)
     args = p.parse_args(argv)
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="failpedia-rebuild-"))
-    corpus = work / f"corpus-{args.count}"
-    if not corpus.exists():
-        make_corpus(run.REPO / "entries", args.count, corpus)
+    work, corpus = work_corpus(args.workdir, args.count, "failpedia-rebuild-")
     checkouts = [c.resolve() for c in args.checkouts]
     places = {c: work / f"checkout-{i}" for i, c in enumerate(checkouts)}
     for c, place in places.items():
