@@ -300,6 +300,9 @@ class _At:
 
 
 _NOT_RETURNED = "related link to '{}' is not returned (add '{}' to its related)"
+# A warning before it is worded and placed: its file, the positions it is placed by (None: the
+# whole file) and the path within the file, its message and the values its {} take.
+_Pending = tuple[str, Positions | None, PathKey | None, str, tuple[str, ...]]
 
 
 def build_catalog(
@@ -402,10 +405,9 @@ def build_catalog(
     caused_by = {s: tuple(v) for s, v in cause_lists.items()}
 
     memo = Memo(store, _shape(records, categories)) if store is not None else None
-    # (path, positions and the path within the file, or None for the whole file, message, and the
-    # values its {} take: a message is worded only when the warnings are listed, and a generated
-    # corpus has tens of thousands of unreturned related links)
-    pending: list[tuple[str, Positions | None, PathKey | None, str, tuple[str, ...]]] = []
+    # Worded only when the warnings are listed: a generated corpus has tens of thousands of
+    # unreturned related links.
+    pending: list[_Pending] = []
     for slug, rec in records.items():
         for i, target in enumerate(rec.head.related):
             if slug not in records[target].head.related:
@@ -452,9 +454,6 @@ def _basis(source: Source, parsed_files: Mapping[str, ParseResult] | None, pendi
     if len(results) != len(source.entries):
         return None
     return _Basis(_registries(source), tuple((path, category, slug) for path, category, slug, _raw in source.entries), results, pending)
-
-
-_Pending = tuple[str, "Positions | None", "PathKey | None", str, tuple[str, ...]]
 
 
 def _warnings(pending: list[_Pending]) -> tuple[Problem, ...]:
