@@ -894,3 +894,38 @@ def test_a_catalog_patched_from_the_last_is_the_one_checking_everything_makes(pr
         if name == "reproduce section":
             assert now.warning_count == last.warning_count + 1
         last = now
+
+
+def test_a_rebuild_makes_the_cards_and_matcher_items_of_the_changed_entries_only(project, monkeypatch) -> None:
+    """api/entries.json and api/fingerprints.json are rendered again after a summary edit, but
+    their items of unchanged entries come from the memo, keyed on the values the last build's
+    reader found (reads.Known, as the build cache keeps them): the card or matcher item of an
+    unchanged entry is not made at all. The files are still one dump of every entry."""
+    from generator.core.catalog import build_catalog
+    from generator.core.read import read_source
+    from generator.diagnosis.matcher import matcher_spec
+    from generator.core.safejson import safe_json
+    from generator.site.pages import fingerprint_data, plan_pages
+    from generator.site.reads import Known, Reader
+
+    write_tree(project["entries"], {f"memory/extra-{i}.yaml": valid_entry(title=f"Extra failure {i}") for i in range(6)})
+    store: dict = {}
+    paths = ("api/entries.json", "api/fingerprints.json")
+
+    def render(before: Known | None) -> tuple[Known, dict[str, bytes], object]:
+        catalog = build_catalog(read_source(project["entries"]), store=store)
+        plan = plan_pages(catalog, CONFIG, before=before)
+        out = {page.path: page.made(plan.reader)[0] for page in plan.pages if page.path in paths}
+        known = plan.reader.known()
+        return Known(known.signatures, known.values), out, catalog  # what the build cache keeps of it
+
+    known, _, _ = render(None)
+    made: dict[str, list[str]] = {"_card": [], "_matcher_entry": []}
+    for name, slugs in made.items():
+        original = getattr(Reader, name)
+        monkeypatch.setattr(Reader, name, lambda self, slug, _o=original, _s=slugs: _s.append(slug) or _o(self, slug))
+    edit_entry(project, "memory/gpu-oom.yaml", summary="A new quick answer for the GPU OOM entry, in two sentences.")
+    _, out, catalog = render(known)
+    assert made == {"_card": ["gpu-oom"], "_matcher_entry": ["gpu-oom"]}
+    assert out["api/fingerprints.json"] == safe_json(matcher_spec(fingerprint_data(catalog))).encode("utf-8")
+    assert b"A new quick answer for the GPU OOM entry" in out["api/entries.json"]

@@ -252,16 +252,14 @@ def _entries_index(view: View) -> bytes:
 
 def _index_items(view: View) -> list[bytes]:
     """Each entry's item of api/entries.json as JSON, made from its card and kept from the
-    previous build while the card is unchanged: assembling them is a join, not the whole file's
-    JSON made again."""
-    cards = {slug: view.card(slug) for slug in view.slugs()}
-
+    previous build while the card's value is unchanged (the card itself is then not made):
+    assembling them is a join, not the whole file's JSON made again."""
     def item(slug: str) -> bytes:
-        c = cards[slug]
+        c = view.card(slug)
         return _json({"slug": slug, "category": c["category"], "url": c["url"], "title": c["title"], "summary": c["summary"],
                       "tags": list(c["tags"]), "data": f"api/entries/{slug}.json"})[:-1].encode("utf-8")
 
-    return view.catalog.derived_each("entries.json items", {slug: view.value_of(("card", slug)) for slug in cards}, item)
+    return view.catalog.derived_each("entries.json items", {slug: view.value_of(("card", slug)) for slug in view.slugs()}, item)
 
 
 def fingerprint_data(catalog: Catalog) -> dict[str, Any]:
@@ -315,12 +313,10 @@ def _matcher_entries(catalog: Catalog) -> dict[str, Any]:
 def _matcher_items(view: View, slugs: tuple[str, ...]) -> list[bytes]:
     """The `"slug":{...}` members of the fingerprint file's entries map (records are sorted by
     slug, as sort_keys orders them), each kept from the previous build while it is unchanged."""
-    entries = {slug: view.matcher_entry(slug) for slug in slugs}
-
     def item(slug: str) -> bytes:
-        return f"{_json(slug)[:-1]}:{_json(entries[slug])[:-1]}".encode("utf-8")
+        return f"{_json(slug)[:-1]}:{_json(view.matcher_entry(slug))[:-1]}".encode("utf-8")
 
-    return view.catalog.derived_each("fingerprints.json entries", {slug: view.value_of(("matcher_entry", slug)) for slug in entries}, item)
+    return view.catalog.derived_each("fingerprints.json entries", {slug: view.value_of(("matcher_entry", slug)) for slug in slugs}, item)
 
 
 

@@ -158,8 +158,10 @@ class View:
         return self._reader.catalog.records[slug].head.fingerprints
 
     def value_of(self, read: Read) -> str:
-        """The digest of a look-up's value (`Reader.value`), not recorded: what the memo of a
-        site-wide file's per-entry items is keyed on (the page also makes the look-up)."""
+        """The digest of a look-up's value (`Reader.value`), recorded as the look-up itself is:
+        what the memo of a site-wide file's per-entry items is keyed on. The page makes the
+        look-up only for the items the memo lacks, so an unchanged entry's card is not made."""
+        self._note(*read)
         return self._reader.value(read)
 
     @property
