@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     def build(c: Path, *extra: str) -> float:
         place = places[c]
         cmd = [run.PY, "-m", "generator", "build", "--entries", str(place / "entries"), "--out", str(place / "site"),
-               "--cache-dir", str(place / "cache"), *(["--server"] if args.server else []), *(["--no-search"] if args.no_search else []), *extra]
+               "--cache-dir", str(place / "cache"), "--server" if args.server else "--no-server", *(["--no-search"] if args.no_search else []), *extra]
         started = time.perf_counter()
         done = subprocess.run(cmd, cwd=c, capture_output=True, text=True)
         seconds = time.perf_counter() - started

@@ -118,7 +118,7 @@ def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool, search_repe
     site, cache, templates = work / "site", work / "cache", work / "templates"
     shutil.copytree(REPO / "templates", templates, dirs_exist_ok=True)
     base = [PY, "-m", "generator", "build", "--entries", str(corpus), "--out", str(site), "--no-search",
-            "--cache-dir", str(cache), "--templates", str(templates)]
+            "--cache-dir", str(cache), "--templates", str(templates), "--no-server"]
     results: dict[str, tuple[float, float]] = _Progress()
 
     def clear_cache() -> None:
@@ -165,7 +165,7 @@ def bench_size(count: int, repeat: int, work: Path, skip_hugo: bool, search_repe
     # The same through the build server (`build --server`), in its steady state: started by a
     # first build (a no-op), which plans nothing; the first edit after it plans every page (printed
     # apart); then each edit comes 2 s after the last build, as edits do.
-    served = base + ["--server", "--server-idle", "600"]
+    served = [*base[:-1], "--server", "--server-idle", "600"]
     measure(served, REPO)
     touch_entry()
     first = measure(served, REPO)

@@ -188,11 +188,11 @@ def cli(project) -> Iterator:
     home = tempfile.mkdtemp(prefix="fpsrv")
     env = {**os.environ, "XDG_CACHE_HOME": home}
 
-    def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(*args: str, timeout: float = 120, **variables: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "generator", "build", "--entries", str(project["entries"]), "--out", str(project["site"]),
              "--templates", str(project["templates"]), "--cache-dir", str(project["cache"]), "--no-search", *args],
-            cwd=project["entries"].parent, env=env, capture_output=True, text=True, timeout=timeout,
+            cwd=project["entries"].parent, env={**env, **variables}, capture_output=True, text=True, timeout=timeout,
         )
 
     run.home = Path(home)  # type: ignore[attr-defined]
@@ -288,3 +288,46 @@ def test_an_idle_server_exits_and_a_killed_one_is_replaced(project, cli) -> None
 def test_server_flags_that_cannot_work_are_usage_errors(cli) -> None:
     done = cli("--server", "--no-cache")
     assert done.returncode == 2 and "--no-cache" in done.stderr
+
+
+def test_a_build_goes_through_the_server_by_default_where_it_is_chosen_and_never_under_ci(project, cli) -> None:
+    """Without --server or --no-server, FAILPEDIA_BUILD_SERVER=1 sends builds to the server (a
+    site of AUTO_SERVER_FROM entries does the same, below); CI, --no-server and a small site
+    build in their own process. The server's count of builds says which builds it ran."""
+    plain = cli(CI="", FAILPEDIA_BUILD_SERVER="")  # 3 entries
+    assert plain.returncode == 0 and not _servers(cli.home) and "build server" not in plain.stderr
+    chosen = cli(CI="", FAILPEDIA_BUILD_SERVER="1")
+    assert chosen.returncode == 0, chosen.stderr
+    servers = _servers(cli.home)
+    assert len(servers) == 1 and "started a build server" in chosen.stderr and "--stop-server" in chosen.stderr
+    edit_entry(project, "distributed/nccl-hang.yaml", title="NCCL hang, edited")
+    again = cli(CI="", FAILPEDIA_BUILD_SERVER="1")
+    assert again.returncode == 0 and "built " in again.stdout and "build server" not in again.stderr
+    assert _servers(cli.home) == servers and _same_as_cold(project, DEFAULT)
+    edit_entry(project, "distributed/nccl-hang.yaml", title="NCCL hang, edited again")
+    for variables in ({"CI": "true", "FAILPEDIA_BUILD_SERVER": ""}, {"CI": "", "FAILPEDIA_BUILD_SERVER": "0"}):
+        assert cli(**variables).returncode == 0
+    assert cli("--no-server", CI="", FAILPEDIA_BUILD_SERVER="1").returncode == 0
+    assert _same_as_cold(project, DEFAULT)
+    assert f"(pid {servers[0]}, 2 builds)" in cli("--stop-server").stdout
+
+
+def test_a_site_of_enough_entries_builds_through_the_server_by_default(tmp_path, monkeypatch) -> None:
+    import argparse
+
+    from generator.surfaces.cli import AUTO_SERVER_FROM, _through_server
+
+    for n in range(AUTO_SERVER_FROM - 1):
+        (tmp_path / f"c{n % 7}").mkdir(exist_ok=True)
+        (tmp_path / f"c{n % 7}" / f"e{n}.yaml").touch()
+    (tmp_path / "tags.yaml").touch()  # registries are not entries
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("FAILPEDIA_BUILD_SERVER", raising=False)
+    args = argparse.Namespace(server=None, entries=str(tmp_path))
+    assert not _through_server(args, tmp_path / "cache")
+    (tmp_path / "c0" / "one-more.yaml").touch()
+    assert _through_server(args, tmp_path / "cache")
+    assert not _through_server(args, None)  # --no-cache
+    assert not _through_server(argparse.Namespace(server=False, entries=str(tmp_path)), tmp_path / "cache")
+    monkeypatch.setenv("CI", "true")
+    assert not _through_server(args, tmp_path / "cache")

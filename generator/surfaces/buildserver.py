@@ -38,7 +38,7 @@ from ..core.problems import BuildFailed, FailpediaError, Problem, SetupError
 from ..site.build import BuildResult, Warm, build
 from ..site.cache import code_version, digest
 
-__all__ = ["IDLE", "ServerAnswer", "request_build", "serve_builds", "socket_path", "stop_server"]
+__all__ = ["IDLE", "request_build", "serve_builds", "socket_path", "stop_server"]
 
 _PACKAGE = Path(__file__).resolve().parent.parent  # generator/
 IDLE = 900.0  # seconds a server waits for the next build before it exits
@@ -217,24 +217,21 @@ def _read_message(conn: socket.socket) -> dict[str, Any] | None:
 # -- the client --------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class ServerAnswer:
-    result: BuildResult
-    started: bool  # this build started the server
-
-
 def request_build(entries: Path, out: Path, config: Config, templates: Path, search: bool, cache_dir: Path, jobs: int | None,
-                  idle: float = IDLE, progress: Callable[[str], None] | None = None) -> ServerAnswer:
-    """Build through the server for `cache_dir`, starting it when none answers. Raises what
-    `build` raises (BuildFailed with every problem, FailpediaError), with the same messages."""
+                  idle: float = IDLE, progress: Callable[[str], None] | None = None,
+                  on_start: Callable[[], None] | None = None) -> BuildResult:
+    """Build through the server for `cache_dir`, starting it when none answers (then calling
+    `on_start`, before the build). Raises what `build` raises (BuildFailed with every problem,
+    FailpediaError), with the same messages."""
     cache_dir = cache_dir.absolute()
     request = {"build": {"entries": str(entries.absolute()), "out": str(out.absolute()), "config": dataclasses.asdict(config),
                          "templates": str(templates.absolute()), "search": search, "cache_dir": str(cache_dir), "jobs": jobs}}
     path = socket_path(cache_dir)
     conn = _connect(path)
-    started = conn is None
     if conn is None:
         conn = _start(cache_dir, path, idle)
+        if on_start is not None:
+            on_start()
     with conn:
         answer = _exchange(conn, request, cache_dir, progress)
     if "failed" in answer:
@@ -244,7 +241,7 @@ def request_build(entries: Path, out: Path, config: Config, templates: Path, sea
         error.exit_code = int(answer.get("exit_code", 1))
         raise error
     fields = answer["result"]
-    return ServerAnswer(BuildResult(**{**fields, "out": Path(fields["out"])}), started)
+    return BuildResult(**{**fields, "out": Path(fields["out"])})
 
 
 def stop_server(cache_dir: Path) -> dict[str, Any] | None:

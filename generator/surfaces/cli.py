@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..core.problems import BuildFailed, FailpediaError, Problem, UsageError
+from ..core.problems import BuildFailed, FailpediaError, Problem, SetupError, UsageError
 
 __all__ = ["main"]
 
@@ -118,6 +118,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         return _stop_server(cache_dir)
     if args.server and cache_dir is None:
         raise UsageError("--server keeps the build cache in memory between builds; it cannot build with --no-cache")
+    server = _through_server(args, cache_dir)
     config = load_config(Path(args.project)).with_base_url(args.base_url)
     out = Path(args.out)
     templates = Path(args.templates) if args.templates else TEMPLATES
@@ -125,13 +126,25 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     progress = Progress()
     try:
-        if args.server:
+        result = None
+        if server:
             assert cache_dir is not None
             from .buildserver import request_build
 
-            result = request_build(Path(args.entries), out, config, templates, not args.no_search, cache_dir, args.jobs,
-                                   idle=args.server_idle, progress=progress).result
-        else:
+            def started() -> None:  # said when the server was not asked for by name
+                print(f"failpedia: started a build server for {cache_dir}: the next build after an edit takes over what it "
+                      f"holds in memory. It exits after {args.server_idle:.0f} s without a build; "
+                      "'failpedia build --stop-server' stops it, and --no-server or FAILPEDIA_BUILD_SERVER=0 builds without one",
+                      file=sys.stderr)
+
+            try:
+                result = request_build(Path(args.entries), out, config, templates, not args.no_search, cache_dir, args.jobs,
+                                       idle=args.server_idle, progress=progress, on_start=None if args.server else started)
+            except SetupError as e:
+                if args.server:
+                    raise
+                print(f"failpedia: note: {e}; building in this process", file=sys.stderr)  # the automatic choice falls back
+        if result is None:
             result = build(Path(args.entries), out, config, templates, search=not args.no_search, cache_dir=cache_dir, jobs=args.jobs,
                            progress=progress)
     except BuildFailed as e:
@@ -148,6 +161,26 @@ def cmd_build(args: argparse.Namespace) -> int:
     print(f"built {result.pages} pages ({result.files} files, {result.rendered} rendered{reused}) into {out}/ — "
           f"to read it, run {serve_hint(out)}")
     return 0
+
+
+AUTO_SERVER_FROM = 2000  # entries from which `build` goes through the build server unless told otherwise
+
+
+def _through_server(args: argparse.Namespace, cache_dir: Path | None) -> bool:
+    """Whether this build goes through the build server: as --server or --no-server says; else
+    as FAILPEDIA_BUILD_SERVER says (1 or 0); else never under CI (the CI variable set) or without
+    a cache, and for a site of AUTO_SERVER_FROM entries or more, where a fresh process spends
+    most of a one-entry rebuild loading and planning what a server holds in memory."""
+    if args.server is not None:
+        return bool(args.server)
+    chosen = os.environ.get("FAILPEDIA_BUILD_SERVER", "").strip().lower()
+    if chosen in ("1", "true", "yes"):
+        return cache_dir is not None
+    if chosen in ("0", "false", "no") or cache_dir is None or os.environ.get("CI", "").strip().lower() not in ("", "0", "false"):
+        return False
+    from ..core.read import count_entry_files
+
+    return count_entry_files(Path(args.entries), AUTO_SERVER_FROM) >= AUTO_SERVER_FROM
 
 
 def _stop_server(cache_dir: Path | None) -> int:
@@ -470,11 +503,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", default=None, metavar="DIR", help="where the build cache lives (default: .cache/build)")
     p.add_argument("--jobs", type=_at_least_one, default=None, metavar="N", help="worker processes (default: one per core)")
     p.add_argument("--templates", default=None, metavar="DIR", help="jinja templates and static files (default: the ones shipped in templates/)")
-    p.add_argument("--server", action="store_true",
+    p.add_argument("--server", action=argparse.BooleanOptionalAction, default=None,
                    help="build in a build server that stays up between builds and keeps the cache, plan and templates in memory "
-                   "(started by the first such build; a one-entry rebuild of a large site is several times faster)")
+                   "(started by the first such build; a one-entry rebuild of a large site is twice as fast or more). "
+                   f"Default: through the server for a site of {AUTO_SERVER_FROM:,} entries or more, unless the CI variable "
+                   "is set; FAILPEDIA_BUILD_SERVER=1 or 0 sets the default")
     p.add_argument("--server-idle", type=_positive, default=900.0, metavar="SECONDS",
-                   help="with --server: how long a server it starts waits for the next build before it exits (default: 900)")
+                   help="how long a build server this build starts waits for the next build before it exits (default: 900)")
     p.add_argument("--stop-server", action="store_true", help="stop the build server of this cache folder, and build nothing")
     p.add_argument("--project", default=".", metavar="DIR", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_build)
