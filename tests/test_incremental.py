@@ -929,3 +929,35 @@ def test_a_rebuild_makes_the_cards_and_matcher_items_of_the_changed_entries_only
     assert made == {"_card": ["gpu-oom"], "_matcher_entry": ["gpu-oom"]}
     assert out["api/fingerprints.json"] == safe_json(matcher_spec(fingerprint_data(catalog))).encode("utf-8")
     assert b"A new quick answer for the GPU OOM entry" in out["api/entries.json"]
+
+
+def test_a_build_server_digests_only_the_plain_files_made_anew(project, monkeypatch) -> None:
+    """A file of plain content is keyed by its bytes' digest; in a build server, one made from the
+    very object the last build wrote (an unchanged entry's search doc file, from the memo) keeps
+    that build's key undigested. After a summary edit only new objects are digested, and the
+    site is still a cold build's."""
+    import hashlib as real_hashlib
+    import types
+
+    import generator.site.build as build_module
+    from generator.site.build import Warm
+
+    warm = Warm()
+
+    def again():
+        build(project["entries"], project["site"], CONFIG, project["templates"], cache_dir=project["cache"], jobs=1, warm=warm)
+        warm.settle()
+
+    again()
+    digested: list[bytes] = []
+    spy = types.SimpleNamespace(blake2b=lambda data, **k: digested.append(bytes(data)) or real_hashlib.blake2b(data, **k))
+    monkeypatch.setattr(build_module, "hashlib", spy)
+    edit_entry(project, "memory/gpu-oom.yaml", summary="A new quick answer for the GPU OOM entry, in two sentences.")
+    again()
+    docs = {p.name: p.read_bytes() for p in (project["site"] / "search" / "doc").iterdir()}
+    edited = [name for name, data in docs.items() if b"A new quick answer" in data]
+    assert len(edited) == 1 and len(docs) == 3
+    assert docs[edited[0]] in digested
+    assert not any(data in digested for name, data in docs.items() if name != edited[0])  # kept by identity
+    build(project["entries"], project["cold"], CONFIG, project["templates"], cache_dir=None, jobs=1)
+    assert tree_digest(project["site"]) == tree_digest(project["cold"])

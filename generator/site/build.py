@@ -223,23 +223,34 @@ def _build(
     writer = SiteWriter(out, update=scanned is not None)
     rendered = 0
 
+    held_plain = warm.plain if warm is not None else {}
+    plain_keys: dict[str, tuple[str | bytes, str]] = {}  # path → (its content, its key), for a Warm
+
     def place(plain: list[Page]) -> None:
         """Write the files of plain content, or keep them where an update finds them as they were."""
         for page in plain:
             body = page.body or ""
             assert not callable(body)  # a file of plain content
-            data = body.encode("utf-8") if isinstance(body, str) else body
             if not cache.enabled:
-                writer.add(page.path, data)
+                writer.add(page.path, body.encode("utf-8") if isinstance(body, str) else body)
                 continue
             # A file of plain content is keyed by its bytes' digest: one whose digest and file are
-            # as last written stays, unread (most of the search index's files, after an edit).
-            key = "c" + hashlib.blake2b(data, digest_size=16).hexdigest()
+            # as last written stays, unread (most of the search index's files, after an edit). The
+            # very object the last build in this process digested (a memo's result, taken over)
+            # has that build's key: its bytes are not made and digested again.
+            last = held_plain.get(page.path)
+            data = None
+            if last is not None and last[0] is body:
+                key = last[1]
+            else:
+                data = body.encode("utf-8") if isinstance(body, str) else body
+                key = "c" + hashlib.blake2b(data, digest_size=16).hexdigest()
+            plain_keys[page.path] = (body, key)
             if scanned is not None and cache.pages.get(page.path, "").partition(":")[0] == key and scanned.unchanged(page.path):
                 writer.keep(page.path)
                 same.append(page.path)
             else:
-                writer.add(page.path, data)
+                writer.add(page.path, data if data is not None else body.encode("utf-8") if isinstance(body, str) else body)
                 keys[page.path] = key
 
     indexed: list[Page] = []
@@ -280,7 +291,7 @@ def _build(
             save = partial(cache.save, stamp, recorded, out_abs, set(hashes.values()), len(catalog.records),
                            file_records(source, hashes, cache, started), made_from, reader.known(), held=warm is not None)
             if warm is not None:
-                warm.cache, warm.reuse, warm.pending = cache, reuse, save
+                warm.cache, warm.reuse, warm.pending, warm.plain = cache, reuse, save, plain_keys
                 warm.hold(parsed, hashes)
             else:
                 save()

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Set as AbstractSet
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -55,8 +55,8 @@ class Warm:
     """What a process that runs one build after another (the build server, surfaces/buildserver.py)
     keeps from each to the next, in memory: the build cache as last saved (not loaded again while
     no other build has saved to its folder), the plan (reuse.Reuse: its pages and digests are
-    taken over where their inputs are equal) and the renderer (while the templates and settings
-    stay). A build given a `Warm` leaves its cache save in `pending`, for the caller to run once
+    taken over where their inputs are equal), the renderer (while the templates and settings
+    stay) and the key of each file of plain content by the object it was made from. A build given a `Warm` leaves its cache save in `pending`, for the caller to run once
     it has answered (`settle`); the next build settles it first."""
 
     cache: BuildCache | None = None
@@ -64,6 +64,7 @@ class Warm:
     reuse: Reuse | None = None
     renderer: tuple[str, Renderer] | None = None  # (the templates' stamp and the settings, the renderer)
     catalog: Catalog | None = None  # the last catalog, patched by the next build where it can be (build_catalog's `last`)
+    plain: dict[str, tuple[str | bytes, str]] = field(default_factory=dict)  # a file of plain content → (the object written, its key)
     pending: Callable[[], None] | None = None
 
     def settle(self) -> None:
@@ -79,6 +80,7 @@ class Warm:
     def drop(self) -> None:
         """Forget everything (a build failed part way: what it held may be half made)."""
         self.cache = self.parsed = self.reuse = self.renderer = self.catalog = self.pending = None
+        self.plain = {}
 
 
 GIT_DATES = "git dates"  # their name in the memo store: ((git HEAD, the entries folder), the dates read then)
