@@ -331,3 +331,29 @@ def test_a_site_of_enough_entries_builds_through_the_server_by_default(tmp_path,
     assert not _through_server(argparse.Namespace(server=False, entries=str(tmp_path)), tmp_path / "cache")
     monkeypatch.setenv("CI", "true")
     assert not _through_server(args, tmp_path / "cache")
+    # The choice is made before the pipeline is imported: a build handed to the server needs none of it.
+    script = (f"import argparse, sys\nfrom generator.surfaces.cli import _through_server\nfrom pathlib import Path\n"
+              f"print(_through_server(argparse.Namespace(server=None, entries={str(tmp_path)!r}), Path('cache')), "
+              "'generator.core.schema' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "CI": "", "FAILPEDIA_BUILD_SERVER": ""})
+    assert done.stdout.split() == ["True", "False"], done.stdout + done.stderr
+
+
+def test_a_build_handed_to_the_server_does_not_load_the_pipeline_in_the_client(project, cli) -> None:
+    """The client of a running server reads no entry: the entry schema (pydantic models, the
+    largest part of the imports) is not imported, by the automatic choice either; a build in
+    the command's own process imports it."""
+    assert cli("--server").returncode == 0
+    args = ["build", "--entries", str(project["entries"]), "--out", str(project["site"]), "--templates", str(project["templates"]),
+            "--cache-dir", str(project["cache"]), "--no-search"]
+    script = (f"import sys\nfrom generator.surfaces.cli import main\ncode = main({args!r})\n"
+              "print(code, 'generator.core.schema' in sys.modules, 'pydantic' in sys.modules)")
+    env = {**os.environ, "XDG_CACHE_HOME": str(cli.home), "CI": "", "FAILPEDIA_BUILD_SERVER": ""}
+    for variables in ({"FAILPEDIA_BUILD_SERVER": "1"}, {}):
+        edit_entry(project, "memory/gpu-oom.yaml", title=f"GPU OOM {len(variables)}")  # a build, not a no-op
+        done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parent.parent, env={**env, **variables},
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        served = "1" in variables.values()
+        assert done.stdout.split()[-3:] == (["0", "False", "False"] if served else ["0", "True", "True"]), (variables, done.stdout)

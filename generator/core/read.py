@@ -95,24 +95,6 @@ def read_entry(source: Source, category: str, slug: str) -> bytes:
         raise FailpediaError(f"{_display(source.root, source.display_root, category, slug + '.yaml')}: cannot read: {e.strerror}") from None
 
 
-def count_entry_files(root: Path, stop: int) -> int:
-    """How many `<category>/<name>.yaml` files `root` holds, counted no further than `stop`: a
-    look at the folder's size before anything is read (0 where it cannot be listed)."""
-    count = 0
-    try:
-        with os.scandir(root) as children:
-            for child in children:
-                if child.name.startswith(".") or not child.is_dir(follow_symlinks=False):
-                    continue
-                with os.scandir(child.path) as files:
-                    count += sum(f.name.endswith(".yaml") for f in files)
-                if count >= stop:
-                    return count
-    except OSError:
-        pass
-    return count
-
-
 def read_source(root: Path, display_root: str | None = None, known: Mapping[str, FileSig] | None = None) -> Source:
     """Read the whole entries folder. Raises FailpediaError when the folder itself is missing.
 
