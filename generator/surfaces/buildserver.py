@@ -145,11 +145,13 @@ def _loop(sock: socket.socket, path: Path, cache_dir: Path, idle: float) -> None
             served += 1
             request = message.get("build") or {}
             result = _answer(conn, request, cache_dir, warm)
+        idle_only = result is not None and result.unchanged  # answered from the input stamp: nothing was made
         try:
             warm.settle()  # the cache save the build left: after the answer, before the next build
             if result is not None and result.unchanged and warm.reuse is None:
                 # Nothing to do, and no plan held yet (a first build): plan now, write nothing, so
                 # that the build after an edit plans only what the edit changed.
+                idle_only = False
                 _build_request(request, cache_dir, warm, plan_only=True)
         except FailpediaError:
             warm.drop()  # the entries have errors now: the next build reports them
@@ -157,10 +159,12 @@ def _loop(sock: socket.socket, path: Path, cache_dir: Path, idle: float) -> None
             warm.drop()
             traceback.print_exc()  # to server.log
         # What the server holds outlives every build: a full collection over it at a build's
-        # every allocation burst costs as much as the build. Collect now, then set it aside.
-        gc.unfreeze()
-        gc.collect()
-        gc.freeze()
+        # every allocation burst costs as much as the build. Collect now, then set it aside (not
+        # after a no-op, which made nothing to collect: a no-op right after it would wait).
+        if not idle_only:
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
         if not closing:
             sock.settimeout(idle)
 
