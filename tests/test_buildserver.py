@@ -357,3 +357,30 @@ def test_a_build_handed_to_the_server_does_not_load_the_pipeline_in_the_client(p
         assert done.returncode == 0, done.stderr
         served = "1" in variables.values()
         assert done.stdout.split()[-3:] == (["0", "False", "False"] if served else ["0", "True", "True"]), (variables, done.stdout)
+
+
+def test_a_server_waiting_after_a_no_op_readies_what_the_next_edit_reads(project, monkeypatch) -> None:
+    """After a first build that found nothing to do, the server plans while it waits (plan_only),
+    and makes in memory what the next build's own process would read from the cache: the memos
+    of the site-wide files and of the search index, and the search files' keys. The build after
+    an edit then reads no memo file, and writes what a cold build writes."""
+    from generator.site.cache import MemoFiles
+
+    def run(warm: Warm, **kw):
+        result = build(project["entries"], project["site"], CONFIG, project["templates"], cache_dir=project["cache"], jobs=1, warm=warm,
+                       **kw)
+        warm.settle()
+        return result
+
+    run(Warm())  # the cache and the site, as a build before the server started left them
+    warm = Warm()
+    assert run(warm).unchanged
+    run(warm, plan_only=True)
+    reads: list[str] = []
+    original = MemoFiles._read
+    monkeypatch.setattr(MemoFiles, "_read", lambda self, name, shard=None: reads.append(name) or original(self, name, shard))
+    edit_entry(project, "memory/gpu-oom.yaml", summary="A new quick answer for the GPU OOM entry, in two sentences.")
+    assert not run(warm).unchanged
+    assert reads == []
+    build(project["entries"], project["cold"], CONFIG, project["templates"], cache_dir=None, jobs=1)
+    assert tree_digest(project["site"]) == tree_digest(project["cold"])

@@ -92,6 +92,12 @@ def render_pages(renderer: Renderer, reader: Reader, todo: list[tuple[Page, str]
     return [made[i] for i in range(len(todo))]
 
 
+def _content_key(body: str | bytes) -> tuple[bytes, str]:
+    """A file of plain content's bytes and its key: their digest."""
+    data = body.encode("utf-8") if isinstance(body, str) else body
+    return data, "c" + hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def _render_to(item: tuple[Page, str]) -> tuple[Read, ...]:
     """Render one page straight into its place in the new site (runs in a worker)."""
     page, target = item
@@ -211,6 +217,16 @@ def _build(
     if plan_only and warm is not None:
         warm.reuse = reuse
         warm.hold(parsed, hashes)
+        if cache.enabled:
+            # What the next build's own process makes of every entry, made now while it waits:
+            # the memos of the site-wide files' items and of the search index come into memory,
+            # and the search files' keys into `warm.plain`. Nothing is written.
+            for page in pages:
+                if page.site_wide:
+                    page.made(reader)
+            if search:
+                warm.plain = {page.path: (page.body, _content_key(page.body)[1]) for page in search_pages(catalog, jobs)
+                              if isinstance(page.body, (str, bytes))}
         return BuildResult(out_abs, 0, 0, catalog.warning_count, unchanged=True, entries=len(catalog.records))
     scanned = scanning() if scanning is not None else None
     kept: dict[str, str] = {}  # pages an update leaves in place → their key
@@ -243,8 +259,7 @@ def _build(
             if last is not None and last[0] is body:
                 key = last[1]
             else:
-                data = body.encode("utf-8") if isinstance(body, str) else body
-                key = "c" + hashlib.blake2b(data, digest_size=16).hexdigest()
+                data, key = _content_key(body)
             plain_keys[page.path] = (body, key)
             if scanned is not None and cache.pages.get(page.path, "").partition(":")[0] == key and scanned.unchanged(page.path):
                 writer.keep(page.path)
