@@ -94,8 +94,12 @@ def render_pages(renderer: Renderer, reader: Reader, todo: list[tuple[Page, str]
 
 def _content_key(body: str | bytes) -> tuple[bytes, str]:
     """A file of plain content's bytes and its key: their digest."""
-    data = body.encode("utf-8") if isinstance(body, str) else body
+    data = _encoded(body)
     return data, "c" + hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _encoded(body: str | bytes) -> bytes:
+    return body.encode("utf-8") if isinstance(body, str) else body
 
 
 def _render_to(item: tuple[Page, str]) -> tuple[Read, ...]:
@@ -248,7 +252,7 @@ def _build(
             body = page.body or ""
             assert not callable(body)  # a file of plain content
             if not cache.enabled:
-                writer.add(page.path, body.encode("utf-8") if isinstance(body, str) else body)
+                writer.add(page.path, _encoded(body))
                 continue
             # A file of plain content is keyed by its bytes' digest: one whose digest and file are
             # as last written stays, unread (most of the search index's files, after an edit). The
@@ -265,7 +269,7 @@ def _build(
                 writer.keep(page.path)
                 same.append(page.path)
             else:
-                writer.add(page.path, data if data is not None else body.encode("utf-8") if isinstance(body, str) else body)
+                writer.add(page.path, data if data is not None else _encoded(body))
                 keys[page.path] = key
 
     indexed: list[Page] = []

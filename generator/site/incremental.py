@@ -56,8 +56,9 @@ class Warm:
     keeps from each to the next, in memory: the build cache as last saved (not loaded again while
     no other build has saved to its folder), the plan (reuse.Reuse: its pages and digests are
     taken over where their inputs are equal), the renderer (while the templates and settings
-    stay) and the key of each file of plain content by the object it was made from. A build given a `Warm` leaves its cache save in `pending`, for the caller to run once
-    it has answered (`settle`); the next build settles it first."""
+    stay) and the key of each file of plain content with the object it was made from. A build
+    given a `Warm` leaves its cache save in `pending`, for the caller to run once it has
+    answered (`settle`); the next build settles it first."""
 
     cache: BuildCache | None = None
     parsed: dict[tuple[str, str], ParseResult] | None = None  # (entry file, digest) → its parse result, from the cache
