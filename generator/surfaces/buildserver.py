@@ -165,8 +165,21 @@ def _loop(sock: socket.socket, path: Path, cache_dir: Path, idle: float) -> None
             gc.unfreeze()
             gc.collect()
             gc.freeze()
+            _trim()
         if not closing:
             sock.settimeout(idle)
+
+
+def _trim() -> None:
+    """Hand the memory the last build freed back to the system (glibc keeps freed blocks for the
+    process otherwise: after a build that rendered every page, a quarter of the server's
+    resident memory). Elsewhere than on glibc, nothing."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _build_request(request: dict[str, Any], cache_dir: Path, warm: Warm, progress: Callable[[str], None] | None = None,
