@@ -6,8 +6,9 @@ Each checkout (default: this one) gets its own copy of an N-entry corpus (corpus
 cache and site. After a first build and a first edit (a build server plans every page once),
 each round edits one entry's summary in every checkout's corpus (the same entry, in an order
 that alternates between rounds) and times `python -m generator build` from that checkout's
-folder with this virtualenv's Python, 2 s after the write: in a fresh process, or with
-`--server` through the build server (started by the first build, stopped at the end). Prints
+folder with this virtualenv's Python, 2 s after the write: in a fresh process (also where a large
+site goes through the build server by default: FAILPEDIA_BUILD_SERVER=0), or with `--server`
+through the build server (started by the first build, stopped at the end). Prints
 each build's seconds, then each checkout's median and range.
 
 Every checkout's generator is compiled first: an uncompiled worktree under
