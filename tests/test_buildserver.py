@@ -315,28 +315,32 @@ def test_a_build_goes_through_the_server_by_default_where_it_is_chosen_and_never
 def test_a_site_of_enough_entries_builds_through_the_server_by_default(tmp_path, monkeypatch) -> None:
     import argparse
 
-    from generator.surfaces.cli import AUTO_SERVER_FROM, _through_server
+    from generator.surfaces.cli import _CI_VARIABLES, AUTO_SERVER_FROM, _through_server
 
     for n in range(AUTO_SERVER_FROM - 1):
         (tmp_path / f"c{n % 7}").mkdir(exist_ok=True)
         (tmp_path / f"c{n % 7}" / f"e{n}.yaml").touch()
     (tmp_path / "tags.yaml").touch()  # registries are not entries
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("FAILPEDIA_BUILD_SERVER", raising=False)
+    for variable in (*_CI_VARIABLES, "FAILPEDIA_BUILD_SERVER"):  # as on a developer's machine
+        monkeypatch.delenv(variable, raising=False)
     args = argparse.Namespace(server=None, entries=str(tmp_path))
     assert not _through_server(args, tmp_path / "cache")
     (tmp_path / "c0" / "one-more.yaml").touch()
     assert _through_server(args, tmp_path / "cache")
     assert not _through_server(args, None)  # --no-cache
     assert not _through_server(argparse.Namespace(server=False, entries=str(tmp_path)), tmp_path / "cache")
-    monkeypatch.setenv("CI", "true")
-    assert not _through_server(args, tmp_path / "cache")
+    for variable, value in (("CI", "true"), ("JENKINS_URL", "https://ci.example.org/"), ("TF_BUILD", "True")):
+        monkeypatch.setenv(variable, value)
+        assert not _through_server(args, tmp_path / "cache"), variable
+        monkeypatch.delenv(variable)
+    monkeypatch.setenv("CI", "false")  # set, and saying no
+    assert _through_server(args, tmp_path / "cache")
     # The choice is made before the pipeline is imported: a build handed to the server needs none of it.
     script = (f"import argparse, sys\nfrom generator.surfaces.cli import _through_server\nfrom pathlib import Path\n"
               f"print(_through_server(argparse.Namespace(server=None, entries={str(tmp_path)!r}), Path('cache')), "
               "'generator.core.schema' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "CI": "", "FAILPEDIA_BUILD_SERVER": ""})
+                          timeout=60, env={**os.environ})
     assert done.stdout.split() == ["True", "False"], done.stdout + done.stderr
 
 

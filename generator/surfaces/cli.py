@@ -166,17 +166,23 @@ def cmd_build(args: argparse.Namespace) -> int:
 AUTO_SERVER_FROM = 2000  # entries from which `build` goes through the build server unless told otherwise
 
 
+# Set by CI services: CI by most (GitHub, GitLab, CircleCI, Travis, Buildkite, Bitbucket, Drone);
+# the others by Jenkins, Azure Pipelines, TeamCity and AWS CodeBuild, which do not set CI.
+_CI_VARIABLES = ("CI", "JENKINS_URL", "TF_BUILD", "TEAMCITY_VERSION", "CODEBUILD_BUILD_ID")
+
+
 def _through_server(args: argparse.Namespace, cache_dir: Path | None) -> bool:
     """Whether this build goes through the build server: as --server or --no-server says; else
-    as FAILPEDIA_BUILD_SERVER says (1 or 0); else never under CI (the CI variable set) or without
-    a cache, and for a site of AUTO_SERVER_FROM entries or more, where a fresh process spends
-    most of a one-entry rebuild loading and planning what a server holds in memory."""
+    as FAILPEDIA_BUILD_SERVER says (1 or 0); else never in a CI job (a server would outlive it)
+    or without a cache, and for a site of AUTO_SERVER_FROM entries or more, where a fresh process
+    spends most of a one-entry rebuild loading and planning what a server holds in memory."""
     if args.server is not None:
         return bool(args.server)
     chosen = os.environ.get("FAILPEDIA_BUILD_SERVER", "").strip().lower()
     if chosen in ("1", "true", "yes"):
         return cache_dir is not None
-    if chosen in ("0", "false", "no") or cache_dir is None or os.environ.get("CI", "").strip().lower() not in ("", "0", "false"):
+    in_ci = any(os.environ.get(name, "").strip().lower() not in ("", "0", "false") for name in _CI_VARIABLES)
+    if chosen in ("0", "false", "no") or cache_dir is None or in_ci:
         return False
     return _count_entry_files(Path(args.entries), AUTO_SERVER_FROM) >= AUTO_SERVER_FROM
 
@@ -524,8 +530,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--server", action=argparse.BooleanOptionalAction, default=None,
                    help="build in a build server that stays up between builds and keeps the cache, plan and templates in memory "
                    "(started by the first such build; a one-entry rebuild of a large site is twice as fast or more). "
-                   f"Default: through the server for a site of {AUTO_SERVER_FROM:,} entries or more, unless the CI variable "
-                   "is set; FAILPEDIA_BUILD_SERVER=1 or 0 sets the default")
+                   f"Default: through the server for a site of {AUTO_SERVER_FROM:,} entries or more, except in a CI job; "
+                   "FAILPEDIA_BUILD_SERVER=1 or 0 sets the default")
     p.add_argument("--server-idle", type=_positive, default=900.0, metavar="SECONDS",
                    help="how long a build server this build starts waits for the next build before it exits (default: 900)")
     p.add_argument("--stop-server", action="store_true", help="stop the build server of this cache folder, and build nothing")
