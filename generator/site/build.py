@@ -7,6 +7,7 @@ worker pool (core/parallel.py) spreads the work over the cores; neither changes 
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import hashlib
 import json
@@ -117,6 +118,29 @@ def _render_only(item: tuple[Page, str]) -> tuple[Read, ...]:
 
 _RENDERER: Renderer  # set before the workers fork, so they inherit them
 _READER: Reader
+
+
+def collect_and_set_aside() -> None:
+    """For a process that holds a build's state from one build to the next (the build server, the
+    dev server), after a build: a full collection, the memory it freed handed back to the system
+    (glibc keeps freed blocks for the process otherwise), and everything still alive frozen out
+    of later collections (gc.freeze), which would scan it at every allocation burst of a build."""
+    gc.unfreeze()
+    gc.collect()
+    _TRIM()
+    gc.freeze()
+
+
+def _malloc_trim() -> Callable[[], object]:
+    """glibc's malloc_trim(0), or nothing where the C library has none."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return lambda: None
+    return lambda: trim(0)
+
+
+_TRIM = _malloc_trim()
 
 
 @contextmanager

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
-import gc
 import json
 import os
 import socket
@@ -35,7 +34,7 @@ from typing import Any
 
 from ..core.config import Config
 from ..core.problems import BuildFailed, FailpediaError, Problem, SetupError
-from ..site.build import BuildResult, Warm, build
+from ..site.build import BuildResult, Warm, build, collect_and_set_aside
 from ..site.cache import code_version, digest
 
 __all__ = ["IDLE", "request_build", "serve_builds", "socket_path", "stop_server"]
@@ -162,24 +161,9 @@ def _loop(sock: socket.socket, path: Path, cache_dir: Path, idle: float) -> None
         # every allocation burst costs as much as the build. Collect now, then set it aside (not
         # after a no-op, which made nothing to collect: a no-op right after it would wait).
         if not idle_only:
-            gc.unfreeze()
-            gc.collect()
-            gc.freeze()
-            _trim()
+            collect_and_set_aside()
         if not closing:
             sock.settimeout(idle)
-
-
-def _trim() -> None:
-    """Hand the memory the last build freed back to the system (glibc keeps freed blocks for the
-    process otherwise: after a build that rendered every page, a quarter of the server's
-    resident memory). Elsewhere than on glibc, nothing."""
-    import ctypes
-
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _build_request(request: dict[str, Any], cache_dir: Path, warm: Warm, progress: Callable[[str], None] | None = None,

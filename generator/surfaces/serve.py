@@ -17,7 +17,6 @@ per build); `/__failpedia/errors.json` is the last build's outcome.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import gc
 import http.server
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ..site.build import rare_collections
+from ..site.build import collect_and_set_aside, rare_collections
 from ..core.config import TEMPLATES, Config
 from ..core.problems import BuildFailed, FailpediaError, Problem, SetupError, UsageError
 from ..site.resident import Debounced, Patched, ResidentSite
@@ -145,22 +144,9 @@ def _collect(full: bool) -> None:
     """Keep the objects alive now out of later collections (gc.freeze), after a full collection
     whose freed memory goes back to the system (the search index's update frees a lot at once)."""
     if full:
-        gc.unfreeze()
-        gc.collect()
-        _TRIM()
-    gc.freeze()
-
-
-def _malloc_trim() -> Callable[[], object]:
-    """glibc's malloc_trim(0), or nothing where the C library has none."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError):
-        return lambda: None
-    return lambda: trim(0)
-
-
-_TRIM = _malloc_trim()
+        collect_and_set_aside()
+    else:
+        gc.freeze()
 
 
 def inject_reload(html: bytes) -> bytes:
