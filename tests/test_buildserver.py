@@ -388,3 +388,16 @@ def test_a_server_waiting_after_a_no_op_readies_what_the_next_edit_reads(project
     assert reads == []
     build(project["entries"], project["cold"], CONFIG, project["templates"], cache_dir=None, jobs=1)
     assert tree_digest(project["site"]) == tree_digest(project["cold"])
+
+
+def test_a_server_chosen_by_default_that_cannot_start_leaves_the_build_in_process(project, cli, tmp_path) -> None:
+    """Where the servers' socket folder cannot be made, a build that chose the server by default
+    says why and builds in its own process; one that asked for --server fails with the reason."""
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    chosen = cli(CI="", FAILPEDIA_BUILD_SERVER="1", XDG_CACHE_HOME=str(blocked))
+    assert chosen.returncode == 0, chosen.stderr
+    assert "building in this process" in chosen.stderr and "built " in chosen.stdout
+    assert _same_as_cold(project, DEFAULT)
+    asked = cli("--server", XDG_CACHE_HOME=str(blocked))
+    assert asked.returncode != 0 and "build without --server" in asked.stderr and "Traceback" not in asked.stderr
