@@ -143,7 +143,8 @@ def cmd_build(args: argparse.Namespace) -> int:
             except SetupError as e:
                 if args.server:
                     raise
-                print(f"failpedia: note: {e}; building in this process", file=sys.stderr)  # the automatic choice falls back
+                # The automatic choice falls back; the error's advice ("...; build without --server") is what happens.
+                print(f"failpedia: note: no build server: {str(e).partition('; ')[0]}; building in this process", file=sys.stderr)
         if result is None:
             result = build(Path(args.entries), out, config, templates, search=not args.no_search, cache_dir=cache_dir, jobs=args.jobs,
                            progress=progress)
