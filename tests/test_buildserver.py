@@ -401,3 +401,27 @@ def test_a_server_chosen_by_default_that_cannot_start_leaves_the_build_in_proces
     assert _same_as_cold(project, DEFAULT)
     asked = cli("--server", XDG_CACHE_HOME=str(blocked))
     assert asked.returncode != 0 and "build without --server" in asked.stderr and "Traceback" not in asked.stderr
+
+
+def test_a_server_chosen_by_default_that_dies_at_its_start_leaves_the_build_in_process(project, cli, tmp_path) -> None:
+    """A server process that exits at once (here: started by a Python that exits 7 when asked
+    to run a build server) is a setup problem: the default choice builds in its own process,
+    --server fails (exit 3)."""
+    shim = tmp_path / "python-shim"
+    shim.write_text(f"#!/bin/sh\ncase \"$*\" in *build-server*) exit 7;; esac\nexec {sys.executable} \"$@\"\n")
+    shim.chmod(0o755)
+    script = ("import sys\nimport generator.surfaces.buildserver as b\nb.sys.executable = sys.argv.pop(1)\n"
+              "from generator.surfaces.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+    args = ["build", "--entries", str(project["entries"]), "--out", str(project["site"]), "--templates", str(project["templates"]),
+            "--cache-dir", str(project["cache"]), "--no-search"]
+    env = {**os.environ, "XDG_CACHE_HOME": str(cli.home), "CI": ""}
+
+    def run(*extra: str, **variables: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", script, str(shim), *args, *extra], cwd=project["entries"].parent,
+                              env={**env, **variables}, capture_output=True, text=True, timeout=120)
+
+    chosen = run(FAILPEDIA_BUILD_SERVER="1")
+    assert chosen.returncode == 0 and "no build server: the build server did not start" in chosen.stderr, chosen.stderr
+    assert _same_as_cold(project, DEFAULT) and not _servers(cli.home)
+    asked = run("--server")
+    assert asked.returncode == 3 and "did not start" in asked.stderr and "Traceback" not in asked.stderr

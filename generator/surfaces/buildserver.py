@@ -288,7 +288,7 @@ def _start(cache_dir: Path, path: Path, idle: float) -> socket.socket:
         if proc.poll() is not None and proc.returncode != 0:
             break
         time.sleep(0.02)
-    raise FailpediaError(f"the build server did not start; see {cache_dir / 'server.log'}, or build without --server")
+    raise SetupError(f"the build server did not start; see {cache_dir / 'server.log'}, or build without --server")
 
 
 def _exchange(conn: socket.socket, message: dict[str, Any], cache_dir: Path, progress: Callable[[str], None] | None) -> dict[str, Any]:
