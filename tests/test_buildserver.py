@@ -315,6 +315,7 @@ def test_a_build_goes_through_the_server_by_default_where_it_is_chosen_and_never
 def test_a_site_of_enough_entries_builds_through_the_server_by_default(tmp_path, monkeypatch) -> None:
     import argparse
 
+    from generator.core.problems import UsageError
     from generator.surfaces.cli import _CI_VARIABLES, AUTO_SERVER_FROM, _through_server
 
     for n in range(AUTO_SERVER_FROM - 1):
@@ -335,6 +336,10 @@ def test_a_site_of_enough_entries_builds_through_the_server_by_default(tmp_path,
         monkeypatch.delenv(variable)
     monkeypatch.setenv("CI", "false")  # set, and saying no
     assert _through_server(args, tmp_path / "cache")
+    monkeypatch.setenv("FAILPEDIA_BUILD_SERVER", "on")  # neither 1 nor 0: said, not guessed
+    with pytest.raises(UsageError, match="FAILPEDIA_BUILD_SERVER='on': set it to 1"):
+        _through_server(args, tmp_path / "cache")
+    monkeypatch.delenv("FAILPEDIA_BUILD_SERVER")
     # The choice is made before the pipeline is imported: a build handed to the server needs none of it.
     script = (f"import argparse, sys\nfrom generator.surfaces.cli import _through_server\nfrom pathlib import Path\n"
               f"print(_through_server(argparse.Namespace(server=None, entries={str(tmp_path)!r}), Path('cache')), "

@@ -180,6 +180,10 @@ def _through_server(args: argparse.Namespace, cache_dir: Path | None) -> bool:
     if args.server is not None:
         return bool(args.server)
     chosen = os.environ.get("FAILPEDIA_BUILD_SERVER", "").strip().lower()
+    if chosen not in ("", "1", "true", "yes", "0", "false", "no"):
+        raise UsageError(f"FAILPEDIA_BUILD_SERVER={os.environ['FAILPEDIA_BUILD_SERVER']!r}: set it to 1 (through the build server) "
+                         "or 0 (in the command's own process), or unset it (through the server from "
+                         f"{AUTO_SERVER_FROM:,} entries, outside CI)")
     if chosen in ("1", "true", "yes"):
         return cache_dir is not None
     in_ci = any(os.environ.get(name, "").strip().lower() not in ("", "0", "false") for name in _CI_VARIABLES)
