@@ -144,13 +144,13 @@ def _loop(sock: socket.socket, path: Path, cache_dir: Path, idle: float) -> None
             served += 1
             request = message.get("build") or {}
             result = _answer(conn, request, cache_dir, warm)
-        idle_only = result is not None and result.unchanged  # answered from the input stamp: nothing was made
+        collect = result is None or not result.unchanged  # not after a no-op answered from the input stamp: it made nothing
         try:
             warm.settle()  # the cache save the build left: after the answer, before the next build
             if result is not None and result.unchanged and warm.reuse is None:
                 # Nothing to do, and no plan held yet (a first build): plan now, write nothing, so
                 # that the build after an edit plans only what the edit changed.
-                idle_only = False
+                collect = True
                 _build_request(request, cache_dir, warm, plan_only=True)
         except FailpediaError:
             warm.drop()  # the entries have errors now: the next build reports them
@@ -158,9 +158,9 @@ def _loop(sock: socket.socket, path: Path, cache_dir: Path, idle: float) -> None
             warm.drop()
             traceback.print_exc()  # to server.log
         # What the server holds outlives every build: a full collection over it at a build's
-        # every allocation burst costs as much as the build. Collect now, then set it aside (not
-        # after a no-op, which made nothing to collect: a no-op right after it would wait).
-        if not idle_only:
+        # every allocation burst costs as much as the build. Collect now, then set it aside (a
+        # no-op right after a needless collection would wait for it).
+        if collect:
             collect_and_set_aside()
         if not closing:
             sock.settimeout(idle)
