@@ -430,3 +430,12 @@ def test_a_server_chosen_by_default_that_dies_at_its_start_leaves_the_build_in_p
     assert _same_as_cold(project, DEFAULT) and not _servers(cli.home)
     asked = run("--server")
     assert asked.returncode == 3 and "did not start" in asked.stderr and "Traceback" not in asked.stderr
+
+
+def test_ctypes_is_imported_by_a_servers_collection_not_by_every_build() -> None:
+    """ctypes (for glibc's malloc_trim) is loaded by the first collection of a process that holds
+    builds, not by every build."""
+    script = ("import sys\nimport generator.site.build as b\nprint('ctypes' in sys.modules)\n"
+              "b.collect_and_set_aside()\nprint('ctypes' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr

@@ -7,7 +7,6 @@ worker pool (core/parallel.py) spreads the work over the cores; neither changes 
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import hashlib
 import json
@@ -16,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -127,20 +126,21 @@ def collect_and_set_aside() -> None:
     of later collections (gc.freeze), which would scan it at every allocation burst of a build."""
     gc.unfreeze()
     gc.collect()
-    _TRIM()
+    _malloc_trim()()
     gc.freeze()
 
 
+@lru_cache(maxsize=1)
 def _malloc_trim() -> Callable[[], object]:
-    """glibc's malloc_trim(0), or nothing where the C library has none."""
+    """glibc's malloc_trim(0), or nothing where the C library has none. Looked up on first use:
+    ctypes is not imported by a build that no server runs."""
+    import ctypes
+
     try:
         trim = ctypes.CDLL(None).malloc_trim
     except (AttributeError, OSError):
         return lambda: None
     return lambda: trim(0)
-
-
-_TRIM = _malloc_trim()
 
 
 @contextmanager
